@@ -1,0 +1,5 @@
+"""``python -m pbmserv_terrace`` is the same as the ``pbmserv-terrace`` command."""
+
+from .cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,74 @@
+"""The ``pbmserv-terrace`` command line.
+
+Each sub-command is a small function taking the parsed arguments and returning an
+exit status; errors in the user's arguments print one line to stderr and exit 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+
+from .rules import NotationError, parse_tpn, render_board, start_position
+from .rules.perft import perft
+
+Handler = Callable[[argparse.Namespace], int]
+
+
+class UsageError(Exception):
+    """Bad arguments: the message is printed as ``pbmserv-terrace: error: ...``."""
+
+
+def _cmd_perft(args: argparse.Namespace) -> int:
+    try:
+        pos = parse_tpn(args.position, args.size) if args.position else start_position(args.variant, args.size)
+    except (NotationError, ValueError) as exc:
+        raise UsageError(str(exc)) from None
+    if args.depth < 0:
+        raise UsageError("--depth must be 0 or more")
+    print(perft(pos, args.depth))
+    return 0
+
+
+def _cmd_board(args: argparse.Namespace) -> int:
+    try:
+        pos = parse_tpn(args.position)
+    except NotationError as exc:
+        raise UsageError(str(exc)) from None
+    print(render_board(pos))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="pbmserv-terrace", description="A play-by-email server for Terrace.")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser("perft", help="count legal move sequences (rules check and benchmark)")
+    p.add_argument("--variant", default="long", choices=["long", "medium", "short", "master", "3p", "4p"])
+    p.add_argument("--size", type=int, default=8, choices=[8, 6], help="8 for terrace, 6 for terrace6x6")
+    p.add_argument("--position", help="a position string (TPN) instead of the variant's start")
+    p.add_argument("--depth", type=int, required=True)
+    p.set_defaults(handler=_cmd_perft)
+
+    p = sub.add_parser("board", help="print the ASCII board of a position string")
+    p.add_argument("--position", required=True, help="a position string (TPN)")
+    p.set_defaults(handler=_cmd_board)
+
+    for register in _EXTRA_COMMANDS:
+        register(sub)
+    return parser
+
+
+_EXTRA_COMMANDS: list[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], None]] = []
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    handler: Handler = args.handler
+    try:
+        return handler(args)
+    except UsageError as exc:
+        print(f"pbmserv-terrace: error: {exc}", file=sys.stderr)
+        return 2

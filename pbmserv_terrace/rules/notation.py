@@ -1,0 +1,189 @@
+"""Move notation (RULES.md §7) and position strings (TPN, RULES.md §8) in one place.
+
+>>> from pbmserv_terrace.rules.setups import start_position
+>>> pos = start_position("long")
+>>> format_move(pos, parse_move(pos, "d2-e3"))
+'D-d2-e3'
+"""
+
+from __future__ import annotations
+
+import re
+
+from .geometry import SIZES
+from .pieces import KIND_T, KINDS, make_piece, piece_from_text, piece_text
+from .position import Move, Position
+
+
+class NotationError(ValueError):
+    """A move or position string that cannot be read or is not legal; the message
+    is a sentence for the player."""
+
+
+# ------------------------------------------------------------------ positions
+_TPN_TOKEN = re.compile(r"(\d+)|([tabcdTABCD])(')?")
+
+
+def parse_tpn(text: str, n: int | None = None) -> Position:
+    """Read a position string such as ``DDCCBBAT/AABBCCDD/8/8/8/8/ddccbbaa/tabbccdd 1``.
+
+    The board size comes from the number of ranks (8 or 6) unless ``n`` is given, in
+    which case it must match.  Raises :class:`NotationError` with the reason.
+    """
+    parts = text.split()
+    if len(parts) != 2:
+        raise NotationError("a position string is the ranks separated by '/', a space, and the army to move (e.g. '... 1')")
+    ranks = parts[0].split("/")
+    size = len(ranks)
+    if size not in SIZES:
+        raise NotationError(f"a position string has 8 or 6 ranks separated by '/', not {size}")
+    if n is not None and n != size:
+        raise NotationError(f"the position string has {size} ranks but the board is {n}x{n}")
+    board = [0] * (size * size)
+    for row, rank in enumerate(ranks):
+        y = size - 1 - row
+        x = 0
+        pos = 0
+        while pos < len(rank):
+            m = _TPN_TOKEN.match(rank, pos)
+            if not m:
+                bad = rank[pos]
+                raise NotationError(f"rank {y + 1} of the position string has {bad!r}, which is neither a piece nor a count")
+            pos = m.end()
+            if m.group(1):
+                x += int(m.group(1))
+            else:
+                if x < size:
+                    board[y * size + x] = piece_from_text(m.group(2), bool(m.group(3)))
+                x += 1
+        if x != size:
+            raise NotationError(f"rank {y + 1} of the position string covers {x} squares, not {size}")
+    if not parts[1].isdigit() or int(parts[1]) not in (1, 2, 3, 4):
+        raise NotationError(f"the army to move must be 1, 2, 3 or 4, not {parts[1]!r}")
+    to_move = int(parts[1])
+    present = sorted({p >> 3 for p in board if p})
+    if not present:
+        raise NotationError("the position string has no pieces")
+    for army in present:
+        ts = sum(1 for p in board if p == make_piece(army, KIND_T))
+        if ts != 1:
+            raise NotationError(f"army {army} must have exactly one T on the board, not {ts}")
+    if to_move not in present:
+        raise NotationError(f"army {to_move} is to move but has no pieces on the board")
+    return Position(size, board, to_move)
+
+
+def format_tpn(pos: Position) -> str:
+    """The position string of ``pos`` (the inverse of :func:`parse_tpn`)."""
+    n = pos.n
+    rows = []
+    for y in range(n - 1, -1, -1):
+        out, gap = [], 0
+        for x in range(n):
+            p = pos.board[y * n + x]
+            if p:
+                if gap:
+                    out.append(str(gap))
+                    gap = 0
+                out.append(piece_text(p))
+            else:
+                gap += 1
+        if gap:
+            out.append(str(gap))
+        rows.append("".join(out))
+    return "/".join(rows) + f" {pos.to_move}"
+
+
+# ---------------------------------------------------------------------- moves
+_MOVE = re.compile(r"^(?:([tabcd])-)?([a-z]\d+)-([a-z]\d+)(?::([tabcd]))?$", re.IGNORECASE)
+
+MOVE_FORMS = "rc1-rc2, s-rc1-rc2, rc1-rc2:d or s-rc1-rc2:d (e.g. d2-e3, D-d2-e3, C-b4-c3:C)"
+
+
+def format_move(pos: Position, move: Move) -> str:
+    """Canonical form ``S-rc1-rc2`` or ``S-rc1-rc2:D`` of ``move`` played in ``pos``."""
+    geo = pos.geo
+    piece, captured = pos.board[move.frm], pos.board[move.to]
+    text = f"{KINDS[piece & 7]}-{geo.name(move.frm)}-{geo.name(move.to)}"
+    if captured:
+        text += f":{KINDS[captured & 7]}"
+    return text
+
+
+def parse_move(pos: Position, text: str) -> Move:
+    """Read a move in any form of §7 and check it is legal for the army to move.
+
+    Raises :class:`NotationError` whose message starts with the move as written and
+    says what is wrong, e.g. ``"d2-c1: a piece moves down only straight ..."``.
+    """
+    raw = text.strip()
+    m = _MOVE.match(raw)
+    if not m:
+        raise NotationError(f"{raw[:40]!r} is not a move; write it as {MOVE_FORMS}")
+    letter, src, dst, cap = m.groups()
+    geo = pos.geo
+    try:
+        frm, to = geo.square(src), geo.square(dst)
+    except ValueError as exc:
+        raise NotationError(f"{raw}: {exc}") from None
+    outcome = pos.outcome()
+    if outcome is not None:
+        raise NotationError(f"{raw}: the game is over")
+    piece = pos.board[frm]
+    army = pos.to_move
+    if not piece:
+        raise NotationError(f"{raw}: there is no piece on {src.lower()}")
+    if piece >> 3 != army:
+        raise NotationError(f"{raw}: the piece on {src.lower()} ({piece_text(piece)}) is not yours; you play army {army}")
+    if letter and letter.upper() != KINDS[piece & 7]:
+        raise NotationError(f"{raw}: the piece on {src.lower()} is {KINDS[piece & 7]}, not {letter.upper()}")
+    target = pos.board[to]
+    if cap:
+        if not target:
+            raise NotationError(f"{raw}: there is nothing to capture on {dst.lower()}")
+        if cap.upper() != KINDS[target & 7]:
+            raise NotationError(f"{raw}: the piece on {dst.lower()} is {KINDS[target & 7]}, not {cap.upper()}")
+    move = Move(frm, to)
+    if not pos.is_legal(move):
+        raise NotationError(f"{raw}: {why_illegal(pos, move)}")
+    return move
+
+
+def why_illegal(pos: Position, move: Move) -> str:
+    """A sentence saying which rule of §4 forbids ``move`` (which must be illegal)."""
+    geo = pos.geo
+    frm, to = move
+    hf, ht = geo.height[frm], geo.height[to]
+    piece, target = pos.board[frm], pos.board[to]
+    near = geo.is_orthogonal(frm, to) or geo.is_diagonal(frm, to)
+    if frm == to:
+        return "a piece must move to another square"
+    if ht == hf:
+        if geo.terrace[frm] != geo.terrace[to]:
+            return f"{geo.name(to)} is on another terrace; a level move stays on its own terrace"
+        if target:
+            return f"{geo.name(to)} is occupied; a level move goes to a vacant square"
+        path = geo.path[frm]
+        i, j = path.index(frm), path.index(to)
+        step = 1 if j > i else -1
+        for k in range(i + step, j, step):
+            sq = path[k]
+            if pos.board[sq] and pos.board[sq] >> 3 != piece >> 3:
+                return f"the way along the terrace is blocked by the opponent's piece on {geo.name(sq)}"
+        return "that level move is not possible"  # pragma: no cover - all cases above
+    if ht == hf + 1:
+        if not near:
+            return "a piece moves up only to a neighbouring square, one level at a time"
+        return f"{geo.name(to)} is occupied; a piece moves up only to a vacant square"
+    if ht == hf - 1:
+        if not near:
+            return "a piece moves down only to a neighbouring square, one level at a time"
+        if geo.is_orthogonal(frm, to):
+            return f"{geo.name(to)} is occupied; captures are made diagonally down, plain moves down go to a vacant square"
+        if not target:
+            return "a piece moves down only straight to a vacant square; diagonally down is for capturing only"
+        return (
+            f"a piece captures only a piece of its own size or smaller; "
+            f"{KINDS[target & 7]} on {geo.name(to)} is larger than {KINDS[piece & 7]}"
+        )
+    return f"a piece moves at most one level up or down ({geo.name(frm)} is level {hf}, {geo.name(to)} is level {ht})"
