@@ -1,0 +1,151 @@
+"""Engines, migrations and the Unit of Work's database handle.
+
+SQLite (the embedded default) runs in WAL mode; every transaction starts with
+``BEGIN IMMEDIATE`` so a writer takes the lock up front and other writers wait
+(busy timeout) instead of failing with "database is locked" half-way; in one
+process an asyncio lock keeps writers in line without busy-waiting.  PostgreSQL
+(asyncpg) allows many transactions at once; games are locked row by row.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from alembic import command
+from alembic.config import Config
+from sqlalchemy import event, inspect
+from sqlalchemy.engine import Connection, make_url
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
+
+DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///pbmserv.db"
+SQLITE_BUSY_TIMEOUT_S = 60.0
+
+
+def utcnow() -> datetime:
+    """Now, as the naive UTC datetime every time column stores."""
+    return datetime.now(UTC).replace(tzinfo=None)
+
+
+def normalise_url(url: str) -> str:
+    """Accept the plain URLs an operator writes and pick the async driver:
+    ``sqlite:///x.db`` → aiosqlite, ``postgresql://…`` → asyncpg."""
+    parsed = make_url(url)
+    if parsed.drivername in ("sqlite", "sqlite+pysqlite"):
+        parsed = parsed.set(drivername="sqlite+aiosqlite")
+    elif parsed.drivername in ("postgresql", "postgres", "postgresql+psycopg2", "postgresql+psycopg"):
+        parsed = parsed.set(drivername="postgresql+asyncpg")
+    if parsed.drivername not in ("sqlite+aiosqlite", "postgresql+asyncpg"):
+        raise ValueError(
+            f"unsupported database URL scheme {parsed.drivername!r}: use sqlite:///FILE or postgresql://USER@HOST/DB"
+        )
+    return parsed.render_as_string(hide_password=False)
+
+
+def make_engine(url: str, **kwargs: Any) -> AsyncEngine:
+    url = normalise_url(url)
+    if url.startswith("sqlite"):
+        engine = create_async_engine(url, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_S}, **kwargs)
+
+        @event.listens_for(engine.sync_engine, "connect")
+        def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+            # Take transaction control away from the driver: we issue BEGIN ourselves.
+            dbapi_connection.isolation_level = None
+            cursor = dbapi_connection.cursor()
+            cursor.execute("PRAGMA journal_mode=WAL")
+            cursor.execute("PRAGMA synchronous=NORMAL")
+            cursor.execute("PRAGMA foreign_keys=ON")
+            cursor.execute(f"PRAGMA busy_timeout={int(SQLITE_BUSY_TIMEOUT_S * 1000)}")
+            cursor.close()
+
+        @event.listens_for(engine.sync_engine, "begin")
+        def _on_begin(conn: Connection) -> None:
+            conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+        return engine
+    kwargs.setdefault("pool_size", 10)
+    kwargs.setdefault("max_overflow", 10)
+    return create_async_engine(url, pool_pre_ping=True, **kwargs)
+
+
+def migrations_dir() -> Path:
+    """The Alembic scripts: shipped inside the wheel, or ``migrations/`` in a checkout."""
+    here = Path(__file__).resolve().parent.parent
+    for candidate in (here / "migrations", here.parent / "migrations"):
+        if (candidate / "env.py").exists():
+            return candidate
+    raise FileNotFoundError("the Alembic migrations directory is missing from the installation")
+
+
+def alembic_config(url: str | None = None) -> Config:
+    cfg = Config()
+    cfg.set_main_option("script_location", str(migrations_dir()))
+    if url:
+        cfg.set_main_option("sqlalchemy.url", normalise_url(url).replace("%", "%%"))
+    return cfg
+
+
+def _upgrade(conn: Connection, revision: str = "head") -> None:
+    cfg = alembic_config()
+    cfg.attributes["connection"] = conn
+    command.upgrade(cfg, revision)
+
+
+def _downgrade(conn: Connection, revision: str) -> None:
+    cfg = alembic_config()
+    cfg.attributes["connection"] = conn
+    command.downgrade(cfg, revision)
+
+
+class Database:
+    """One database: the engine, the session factory and the SQLite writer lock."""
+
+    def __init__(self, url: str = DEFAULT_DATABASE_URL, **engine_kwargs: Any) -> None:
+        self.url = normalise_url(url)
+        self.engine = make_engine(self.url, **engine_kwargs)
+        self.is_sqlite = self.engine.dialect.name == "sqlite"
+        self.sessions = async_sessionmaker(self.engine, expire_on_commit=False, autoflush=True)
+        self._writer = asyncio.Lock() if self.is_sqlite else None
+
+    async def migrate(self, revision: str = "head") -> None:
+        """Upgrade the schema (creating the SQLite file if needed)."""
+        if self.is_sqlite:
+            database = make_url(self.url).database
+            if database and database != ":memory:":
+                Path(database).parent.mkdir(parents=True, exist_ok=True)
+        async with self.engine.connect() as conn:
+            await conn.run_sync(_upgrade, revision)
+            await conn.commit()
+
+    async def downgrade(self, revision: str) -> None:
+        async with self.engine.connect() as conn:
+            await conn.run_sync(_downgrade, revision)
+            await conn.commit()
+
+    async def table_names(self) -> list[str]:
+        async with self.engine.connect() as conn:
+            return await conn.run_sync(lambda c: inspect(c).get_table_names())
+
+    @contextlib.asynccontextmanager
+    async def session(self) -> AsyncIterator[AsyncSession]:
+        """A session inside one transaction, rolled back unless the caller commits.
+        On SQLite, one writer at a time in this process."""
+        if self._writer is not None:
+            await self._writer.acquire()
+        try:
+            async with self.sessions() as session:
+                try:
+                    yield session
+                finally:
+                    if session.in_transaction():
+                        await session.rollback()
+        finally:
+            if self._writer is not None:
+                self._writer.release()
+
+    async def close(self) -> None:
+        await self.engine.dispose()

@@ -1,0 +1,274 @@
+"""Repositories: the only code that builds SQL.  Each method is one indexed query."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from sqlalchemy import delete, func, select, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from .models import (
+    BoardCounter,
+    FinishedGame,
+    Game,
+    MoveRecord,
+    Notifier,
+    OutboxMessage,
+    ProcessedMessage,
+    Rating,
+    Seat,
+    Subscription,
+    User,
+)
+
+
+class Users:
+    def __init__(self, session: AsyncSession) -> None:
+        self.s = session
+
+    async def get(self, userid: str) -> User | None:
+        return (await self.s.execute(select(User).where(User.userid == userid.lower()))).scalar_one_or_none()
+
+    async def get_many(self, userids: Sequence[str]) -> dict[str, User]:
+        wanted = [u.lower() for u in userids]
+        rows = (await self.s.execute(select(User).where(User.userid.in_(wanted)))).scalars()
+        return {u.userid: u for u in rows}
+
+    async def by_id(self, ids: Sequence[int]) -> dict[int, User]:
+        rows = (await self.s.execute(select(User).where(User.id.in_(list(ids))))).scalars()
+        return {u.id: u for u in rows}
+
+    def add(self, user: User) -> None:
+        self.s.add(user)
+
+    async def delete(self, user: User) -> None:
+        await self.s.delete(user)
+
+    async def all_active(self) -> list[User]:
+        """Every user not signed off (for ``broadcast``), in userid order."""
+        rows = await self.s.execute(select(User).where(User.signed_off.is_(False)).order_by(User.userid))
+        return list(rows.scalars())
+
+    async def notify_all_users(self) -> list[User]:
+        rows = await self.s.execute(select(User).where(User.notify_all.is_(True)).order_by(User.userid))
+        return list(rows.scalars())
+
+
+class Games:
+    def __init__(self, session: AsyncSession) -> None:
+        self.s = session
+
+    async def next_board_number(self, game_type: str) -> int:
+        """Allocate the next board number of ``game_type`` (101, 102, …).  The UPDATE
+        locks the counter row until commit, so concurrent challenges serialise here."""
+        stmt = (
+            update(BoardCounter)
+            .where(BoardCounter.game_type == game_type)
+            .values(next_number=BoardCounter.next_number + 1)
+            .returning(BoardCounter.next_number)
+            .execution_options(synchronize_session=False)
+        )
+        new = (await self.s.execute(stmt)).scalar_one_or_none()
+        if new is None:
+            raise LookupError(f"no board counter for game type {game_type!r}")
+        return int(new) - 1
+
+    def add(self, game: Game) -> None:
+        self.s.add(game)
+
+    async def get(self, game_type: str, board_number: int, *, lock: bool = False) -> Game | None:
+        """A board by number; with ``lock`` the row stays locked (FOR UPDATE) until the
+        transaction ends, so two commands on one game run one after the other."""
+        stmt = select(Game).where(Game.game_type == game_type, Game.board_number == board_number)
+        if lock:
+            stmt = stmt.with_for_update(of=Game).execution_options(populate_existing=True)
+        return (await self.s.execute(stmt)).scalar_one_or_none()
+
+    async def for_users(self, user_ids: Sequence[int], game_type: str | None = None) -> list[Game]:
+        stmt = select(Game).join(Seat, Seat.game_id == Game.id).where(Seat.user_id.in_(list(user_ids))).distinct()
+        if game_type:
+            stmt = stmt.where(Game.game_type == game_type)
+        rows = await self.s.execute(stmt.order_by(Game.game_type, Game.board_number))
+        return list(rows.scalars())
+
+    async def active_of_type(self, game_type: str, limit: int = 1000) -> list[Game]:
+        stmt = select(Game).where(Game.game_type == game_type, Game.status == "active").order_by(Game.board_number).limit(limit)
+        return list((await self.s.execute(stmt)).scalars())
+
+    async def count_active(self, game_type: str) -> int:
+        stmt = select(func.count()).select_from(Game).where(Game.game_type == game_type, Game.status == "active")
+        return int((await self.s.execute(stmt)).scalar_one())
+
+    async def count_active_for_user(self, user_id: int) -> int:
+        stmt = (
+            select(func.count())
+            .select_from(Seat)
+            .join(Game, Game.id == Seat.game_id)
+            .where(Seat.user_id == user_id, Game.status == "active")
+        )
+        return int((await self.s.execute(stmt)).scalar_one())
+
+    async def due(self, now: datetime, limit: int = 100) -> list[Game]:
+        """Active games whose timer deadline has passed (the scheduler's work list)."""
+        stmt = (
+            select(Game)
+            .where(Game.status == "active", Game.deadline_at <= now)
+            .order_by(Game.deadline_at)
+            .limit(limit)
+            .with_for_update(skip_locked=True, of=Game)
+        )
+        return list((await self.s.execute(stmt)).scalars())
+
+    async def delete(self, game: Game) -> None:
+        await self.s.delete(game)
+
+
+class Moves:
+    def __init__(self, session: AsyncSession) -> None:
+        self.s = session
+
+    def add(self, record: MoveRecord) -> None:
+        self.s.add(record)
+
+    async def of_game(self, game_id: int, *, last: int | None = None) -> list[MoveRecord]:
+        """The move list in ply order; with ``last`` only the final ``last`` plies."""
+        stmt = select(MoveRecord).where(MoveRecord.game_id == game_id)
+        if last is not None:
+            stmt = stmt.order_by(MoveRecord.ply.desc()).limit(last)
+            return sorted((await self.s.execute(stmt)).scalars(), key=lambda m: m.ply)
+        return list((await self.s.execute(stmt.order_by(MoveRecord.ply))).scalars())
+
+    async def delete_from(self, game_id: int, ply: int) -> None:
+        """Remove plies ``ply`` and later (undo)."""
+        await self.s.execute(delete(MoveRecord).where(MoveRecord.game_id == game_id, MoveRecord.ply >= ply))
+
+
+class Watchers:
+    """Subscribers and notifiers of boards."""
+
+    def __init__(self, session: AsyncSession) -> None:
+        self.s = session
+
+    async def subscribers(self, game_id: int) -> list[User]:
+        stmt = select(User).join(Subscription, Subscription.user_id == User.id).where(Subscription.game_id == game_id)
+        return list((await self.s.execute(stmt.order_by(User.userid))).scalars())
+
+    async def subscription(self, game_type: str, game_id: int | None, user_id: int) -> Subscription | None:
+        """A user's subscription to one board, or with ``game_id`` None to all future boards."""
+        stmt = select(Subscription).where(
+            Subscription.game_type == game_type,
+            Subscription.game_id.is_(None) if game_id is None else Subscription.game_id == game_id,
+            Subscription.user_id == user_id,
+        )
+        return (await self.s.execute(stmt)).scalars().first()
+
+    async def subscribers_of_all(self, game_type: str) -> list[User]:
+        """Users watching every new board of ``game_type``."""
+        stmt = (
+            select(User)
+            .join(Subscription, Subscription.user_id == User.id)
+            .where(Subscription.game_type == game_type, Subscription.game_id.is_(None))
+        )
+        return list((await self.s.execute(stmt.order_by(User.userid))).scalars())
+
+    async def notifiers(self, game_id: int) -> list[User]:
+        stmt = select(User).join(Notifier, Notifier.user_id == User.id).where(Notifier.game_id == game_id)
+        return list((await self.s.execute(stmt.order_by(User.userid))).scalars())
+
+    async def notifier(self, game_id: int, user_id: int) -> Notifier | None:
+        stmt = select(Notifier).where(Notifier.game_id == game_id, Notifier.user_id == user_id)
+        return (await self.s.execute(stmt)).scalar_one_or_none()
+
+    def add(self, row: Subscription | Notifier) -> None:
+        self.s.add(row)
+
+    async def remove(self, row: Subscription | Notifier) -> None:
+        await self.s.delete(row)
+
+
+class Ratings:
+    def __init__(self, session: AsyncSession) -> None:
+        self.s = session
+
+    async def get(self, user_id: int, game_type: str) -> Rating | None:
+        stmt = select(Rating).where(Rating.user_id == user_id, Rating.game_type == game_type)
+        return (await self.s.execute(stmt)).scalar_one_or_none()
+
+    async def get_or_new(self, user_id: int, game_type: str) -> Rating:
+        row = await self.get(user_id, game_type)
+        if row is None:
+            row = Rating(user_id=user_id, game_type=game_type, rating=1600.0, won=0, lost=0, tied=0, games=0)
+            self.s.add(row)
+        return row
+
+    async def table(self, game_type: str) -> list[tuple[Rating, User]]:
+        stmt = (
+            select(Rating, User)
+            .join(User, User.id == Rating.user_id)
+            .where(Rating.game_type == game_type)
+            .order_by(Rating.rating.desc(), User.userid)
+        )
+        return [(r, u) for r, u in (await self.s.execute(stmt)).all()]
+
+
+class History:
+    def __init__(self, session: AsyncSession) -> None:
+        self.s = session
+
+    def add(self, row: FinishedGame) -> None:
+        self.s.add(row)
+
+    async def recent(self, game_type: str, limit: int = 100) -> list[FinishedGame]:
+        stmt = (
+            select(FinishedGame)
+            .where(FinishedGame.game_type == game_type)
+            .order_by(FinishedGame.finished_at.desc(), FinishedGame.id.desc())
+            .limit(limit)
+        )
+        return list((await self.s.execute(stmt)).scalars())
+
+
+class Inbound:
+    """Processed inbound Message-IDs."""
+
+    def __init__(self, session: AsyncSession) -> None:
+        self.s = session
+
+    async def seen(self, message_id: str) -> bool:
+        return await self.s.get(ProcessedMessage, message_id) is not None
+
+    def record(self, message_id: str, when: datetime, sender: str = "", summary: str = "") -> None:
+        self.s.add(ProcessedMessage(message_id=message_id, processed_at=when, sender=sender[:255], summary=summary[:255]))
+
+
+class Outbox:
+    def __init__(self, session: AsyncSession) -> None:
+        self.s = session
+
+    def add(self, message: OutboxMessage) -> None:
+        self.s.add(message)
+
+    async def claim(self, now: datetime, limit: int = 20) -> list[OutboxMessage]:
+        """Pending replies due now, locked for this sender; other workers skip them."""
+        stmt = (
+            select(OutboxMessage)
+            .where(OutboxMessage.state == "pending", OutboxMessage.next_attempt_at <= now)
+            .order_by(OutboxMessage.next_attempt_at, OutboxMessage.id)
+            .limit(limit)
+            .with_for_update(skip_locked=True)
+        )
+        return list((await self.s.execute(stmt)).scalars())
+
+    async def pending_count(self) -> int:
+        stmt = select(func.count()).select_from(OutboxMessage).where(OutboxMessage.state == "pending")
+        return int((await self.s.execute(stmt)).scalar_one())
+
+    async def by_state(self, state: str, limit: int = 1000) -> list[OutboxMessage]:
+        stmt = (
+            select(OutboxMessage)
+            .where(OutboxMessage.state == state)
+            .order_by(OutboxMessage.next_attempt_at, OutboxMessage.id)
+            .limit(limit)
+        )
+        return list((await self.s.execute(stmt)).scalars())
