@@ -8,14 +8,14 @@ has an index behind it (see the ``Index`` entries and unique constraints).
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, ClassVar
 
 from sqlalchemy import JSON, Boolean, DateTime, Float, ForeignKey, Index, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 
 class Base(DeclarativeBase):
-    type_annotation_map = {dict[str, Any]: JSON, list[str]: JSON, list[int]: JSON, datetime: DateTime()}
+    type_annotation_map: ClassVar[dict[Any, Any]] = {dict[str, Any]: JSON, list[str]: JSON, list[int]: JSON, datetime: DateTime()}
     """All times are naive UTC (see :func:`pbmserv_terrace.store.db.utcnow`)."""
 
 

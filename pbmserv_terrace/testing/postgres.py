@@ -12,6 +12,7 @@ PostgreSQL fail, they never skip.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import shutil
 import socket
@@ -81,10 +82,8 @@ class PostgresCluster:
     def stop(self) -> None:
         if self.external or self.dir is None:
             return
-        try:
+        with contextlib.suppress(PostgresUnavailable):
             self._run(_find("pg_ctl"), "-D", str(self.dir / "data"), "-m", "immediate", "-w", "stop")
-        except PostgresUnavailable:
-            pass
         shutil.rmtree(self.dir, ignore_errors=True)
         self.dir = None
 
