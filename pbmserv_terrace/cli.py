@@ -7,11 +7,15 @@ exit status; errors in the user's arguments print one line to stderr and exit 2.
 from __future__ import annotations
 
 import argparse
+import asyncio
+import logging
 import sys
 from collections.abc import Callable, Sequence
 
+from .config import Config, ConfigError, load_config
 from .rules import NotationError, parse_tpn, render_board, start_position
 from .rules.perft import perft
+from .store import Database
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -40,6 +44,41 @@ def _cmd_board(args: argparse.Namespace) -> int:
     return 0
 
 
+def _config(args: argparse.Namespace) -> Config:
+    try:
+        return load_config(getattr(args, "config", None))
+    except ConfigError as exc:
+        raise UsageError(f"configuration: {exc}") from None
+
+
+def _cmd_migrate(args: argparse.Namespace) -> int:
+    cfg = _config(args)
+
+    async def run() -> None:
+        db = Database(cfg.server.database_url)
+        try:
+            print(f"migrating {db.engine.url.render_as_string(hide_password=True)} to the newest schema ...", file=sys.stderr)
+            await db.migrate()
+            print("done: the schema is up to date", file=sys.stderr)
+        finally:
+            await db.close()
+
+    asyncio.run(run())
+    return 0
+
+
+def _cmd_handle(args: argparse.Namespace) -> int:
+    from .pipe import handle_raw, read_stdin
+
+    cfg = _config(args)
+    raw = read_stdin()
+    if not raw.strip():
+        raise UsageError("handle reads one mail (RFC 5322) on standard input; it was empty")
+    result = asyncio.run(handle_raw(cfg, raw, print_to=sys.stdout.buffer if args.print else None))
+    print(result.log_line(), file=sys.stderr)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="pbmserv-terrace", description="A play-by-email server for Terrace.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -55,6 +94,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--position", required=True, help="a position string (TPN)")
     p.set_defaults(handler=_cmd_board)
 
+    p = sub.add_parser("migrate", help="create or upgrade the database schema")
+    p.add_argument("--config", help="TOML config file (default ./pbmserv.toml if present)")
+    p.set_defaults(handler=_cmd_migrate)
+
+    p = sub.add_parser("handle", help="process one mail from standard input (pipe mode)")
+    p.add_argument("--config", help="TOML config file (default ./pbmserv.toml if present)")
+    p.add_argument("--print", action="store_true", help="write the replies to stdout as an mbox; send nothing")
+    p.set_defaults(handler=_cmd_handle)
+
     for register in _EXTRA_COMMANDS:
         register(sub)
     return parser
@@ -66,6 +114,7 @@ _EXTRA_COMMANDS: list[Callable[[argparse._SubParsersAction[argparse.ArgumentPars
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
     handler: Handler = args.handler
     try:
         return handler(args)

@@ -1,0 +1,201 @@
+"""Mail text → commands (COMMANDS.md §1): pure, no database, no network.
+
+The parser only normalises and splits: it finds the command word (expanding
+abbreviations and aliases), pulls out ``-param`` and ``--option=value`` tokens,
+drops ``**`` and ``Re:``-style prefixes, picks the body line when the subject holds
+no command, and cuts the comment out of the body.  Checking the arguments of each
+command is the service's job, where the usage text lives.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+GAME_TYPES = ("terrace", "terrace6x6")
+ACCOUNT_VERBS = ("signup", "change", "signoff", "delete", "help", "list", "message", "broadcast", "multiple", "all")
+GAME_VERBS = (
+    "challenge", "move", "resign", "queue", "submit", "confirm", "preview", "chat", "show", "showas", "games",
+    "standings", "history", "help", "subscribe", "unsubscribe", "notify", "accept", "reject", "limit", "seek",
+    "vacation", "list",
+)  # fmt: skip
+ALIASES = {"add": "signup", "board": "move", "mvoe": "move", "ratings": "standings", "unsub": "unsubscribe"}
+PREFIXES = {"chall": "challenge", "prev": "preview", "sub": "subscribe", "unsub": "unsubscribe"}
+MAX_WORDS = 200
+"""A command never needs more words; more are refused as unreadable."""
+
+_REPLY_PREFIX = re.compile(r"^\s*(?:(?:re|fwd?|aw|sv|wg|tr)\s*(?:\[\d+\])?\s*:\s*)+", re.IGNORECASE)
+_SERVER_SUBJECT = re.compile(
+    r"^(?:new\s+)?terrace(?:6x6)?\s+board\s+\d+(?:\s+\S+)?(?:\s+error)?$|^terrace(?:6x6)?\s+error$"
+    r"|^broadcast from \S+ via .*$|^message from \S+ via .*$|^terrace(?:6x6)?\s+(?:help|games|standings|history)$",
+    re.IGNORECASE,
+)
+
+
+@dataclass
+class Command:
+    """One command as written: ``verb`` normalised, ``words`` its remaining arguments."""
+
+    verb: str
+    game_type: str | None = None
+    """terrace / terrace6x6 for game commands; None for account commands"""
+    words: list[str] = field(default_factory=list)
+    params: list[str] = field(default_factory=list)
+    """``-long`` → ``long``"""
+    options: dict[str, str] = field(default_factory=dict)
+    """``--nagtime=3`` → ``{"nagtime": "3"}``"""
+    comment: str = ""
+    text: str = ""
+    """the command line as the player wrote it (for error replies)"""
+
+    @property
+    def is_game(self) -> bool:
+        return self.game_type is not None
+
+
+@dataclass
+class ParsedMail:
+    commands: list[Command]
+    comment: str
+    error: str | None = None
+    """why nothing could be read; None when commands were found"""
+    multiple: bool = False
+    source_line: str = ""
+
+
+def strip_subject(subject: str) -> str:
+    """Drop reply prefixes (repeatable) and every ``**`` token."""
+    text = _REPLY_PREFIX.sub("", subject)
+    return " ".join(w for w in text.split() if w != "**")
+
+
+def is_server_subject(text: str) -> bool:
+    return bool(_SERVER_SUBJECT.match(text.strip()))
+
+
+def _verb(word: str) -> str | None:
+    w = word.lower()
+    w = ALIASES.get(w, w)
+    if w in ACCOUNT_VERBS or w in GAME_VERBS:
+        return w
+    for prefix, full in PREFIXES.items():
+        if w.startswith(prefix) and full.startswith(w):
+            return full
+    return None
+
+
+def looks_like_command(line: str) -> bool:
+    words = strip_subject(line).split()
+    if not words:
+        return False
+    first = words[0].lower()
+    return first in GAME_TYPES or _verb(first) is not None
+
+
+def parse_line(line: str, comment: str = "") -> Command | str:
+    """One command line → :class:`Command`, or an error sentence."""
+    raw = strip_subject(line)
+    tokens = raw.split()
+    if not tokens:
+        return "the mail holds no command (put one in the Subject, e.g. 'help')"
+    if len(tokens) > MAX_WORDS:
+        return f"a command has at most {MAX_WORDS} words; this one has {len(tokens)}"
+    words: list[str] = []
+    params: list[str] = []
+    options: dict[str, str] = {}
+    for tok in tokens:
+        if tok.startswith("--") and len(tok) > 2:
+            key, _, value = tok[2:].partition("=")
+            options[key.lower()] = value
+        elif tok.startswith("-") and len(tok) > 1 and tok[1:].isalnum() and not tok[1:].isdigit():
+            params.append(tok[1:].lower())
+        else:
+            words.append(tok)
+    if not words:
+        return "the mail holds no command (put one in the Subject, e.g. 'help')"
+    first = words[0].lower()
+    game_type: str | None = None
+    if first in GAME_TYPES:
+        game_type = first
+        words = words[1:]
+        if not words:
+            return f"'{first}' needs a command after it, e.g. '{first} help'"
+        verb = _verb(words[0])
+        if verb is None or (verb in ACCOUNT_VERBS and verb not in GAME_VERBS):
+            return f"'{_clip(words[0])}' is not a {first} command; mail '{first} help' for the list"
+    else:
+        verb = _verb(first)
+        if verb is None:
+            return f"'{_clip(words[0])}' is not a command; mail 'help' for the list of commands"
+        if verb not in ACCOUNT_VERBS:
+            game_type = "terrace"  # the server's main game; 'move 101 …' means 'terrace move 101 …'
+    return Command(verb=verb, game_type=game_type, words=words[1:], params=params, options=options, comment=comment, text=raw)
+
+
+def _clip(word: str, limit: int = 40) -> str:
+    return word if len(word) <= limit else word[:limit] + "…"
+
+
+# ------------------------------------------------------------------ comments
+_QUOTE_HEADER = re.compile(
+    r"^\s*(on\b.{0,300}\bwrote:|am\b.{0,300}\bschrieb.*:|le\b.{0,300}\ba écrit\s*:|"
+    r"-{2,}\s*original message\s*-{2,}|-{2,}\s*forwarded message\s*-{2,}|begin forwarded message:|"
+    r"from:\s.*|_{10,})\s*$",
+    re.IGNORECASE,
+)
+
+
+def extract_comment(body: str) -> str:
+    """The player's own words: cut at the signature marker and at the quoted tail
+    mail clients add; quoted ``>`` lines removed; trimmed."""
+    out: list[str] = []
+    for line in body.replace("\r\n", "\n").split("\n"):
+        if line in ("-- ", "--") or line.rstrip() == "-- ":
+            break
+        if _QUOTE_HEADER.match(line):
+            break
+        if line.lstrip().startswith(">"):
+            continue
+        out.append(line.rstrip())
+    text = "\n".join(out).strip("\n")
+    # collapse runs of blank lines left by removed quotes
+    return re.sub(r"\n{3,}", "\n\n", text).strip()
+
+
+def parse_mail(subject: str, body: str) -> ParsedMail:
+    """Subject and body → the commands to run (COMMANDS.md §1)."""
+    comment_text = extract_comment(body)
+    stripped = strip_subject(subject)
+    lines = comment_text.split("\n") if comment_text else []
+    first_line = lines[0].strip() if lines else ""
+    if (not stripped or is_server_subject(stripped)) and first_line and looks_like_command(first_line):
+        rest = "\n".join(lines[1:]).strip()
+        parsed = parse_line(first_line, rest)
+        if isinstance(parsed, str):
+            return ParsedMail([], rest, error=parsed, source_line=first_line)
+        return _expand_multiple(parsed, rest, first_line)
+    parsed = parse_line(stripped, comment_text)
+    if isinstance(parsed, str):
+        return ParsedMail([], comment_text, error=parsed, source_line=stripped)
+    return _expand_multiple(parsed, comment_text, stripped)
+
+
+def _expand_multiple(cmd: Command, comment: str, line: str) -> ParsedMail:
+    if cmd.verb != "multiple":
+        return ParsedMail([cmd], comment, source_line=line)
+    commands: list[Command] = []
+    block, _, rest = comment.partition("\n\n")
+    for raw_line in block.split("\n"):
+        if not raw_line.strip():
+            continue
+        sub = parse_line(raw_line)
+        if isinstance(sub, str):
+            commands.append(Command(verb="invalid", text=raw_line.strip(), comment=sub))
+        elif sub.verb == "multiple":
+            commands.append(Command(verb="invalid", text=raw_line.strip(), comment="'multiple' cannot be nested"))
+        else:
+            sub.comment = rest.strip()
+            commands.append(sub)
+    if not commands:
+        return ParsedMail([], comment, error="'multiple' needs one command per line in the body, ending at the first blank line")
+    return ParsedMail(commands, rest.strip(), multiple=True, source_line=line)

@@ -1,0 +1,233 @@
+"""Configuration: a TOML file, overridden by ``PBMSERV_*`` environment variables.
+
+Every key has a default, so no file at all is the embedded default (SQLite in the
+working directory, mail in on 127.0.0.1:2525, replies into ./maildirs).  Secrets can
+come from files (``password_file``, ``secret_file``).  :func:`load_config` validates
+everything at start and raises :class:`ConfigError` naming the key and the problem.
+
+Environment overrides: ``PBMSERV_<SECTION>_<KEY>`` (``PBMSERV_IMAP_HOST``), and for
+the ``server`` section also ``PBMSERV_<KEY>`` (``PBMSERV_DATABASE_URL``,
+``PBMSERV_ADDRESS``).
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from .store.db import DEFAULT_DATABASE_URL, normalise_url
+
+DEFAULT_CONFIG_FILE = "pbmserv.toml"
+
+
+class ConfigError(ValueError):
+    """A configuration problem; the message names the key."""
+
+
+@dataclass
+class ServerConfig:
+    address: str = "pbmserv@localhost"
+    """the server's own mail address (players mail commands here)"""
+    name: str = "PBM Server"
+    database_url: str = DEFAULT_DATABASE_URL
+    poll_interval: float = 60.0
+    """seconds between IMAP polls when the server lacks IDLE"""
+    scheduler_interval: float = 3600.0
+    """seconds between timer runs (nags, forfeits)"""
+    rate_limit_per_minute: int = 60
+    """commands one sender may mail per minute before being throttled"""
+    secret: str = ""
+    """server secret (HMAC key of the password cache); generated per run if empty"""
+    secret_file: str = ""
+    health_port: int = 0
+    """port of the /healthz and /metrics HTTP endpoint on 127.0.0.1; 0 = off"""
+
+
+@dataclass
+class ImapConfig:
+    host: str = ""
+    port: int = 0
+    user: str = ""
+    password: str = ""
+    password_file: str = ""
+    tls: str = "ssl"
+    """ssl (implicit TLS, port 993), starttls (port 143), or none"""
+    inbox: str = "INBOX"
+    processed_folder: str = "processed"
+    failed_folder: str = "failed"
+    idle_timeout: float = 25 * 60.0
+    """re-issue IDLE before RFC 2177's 29 minutes"""
+
+
+@dataclass
+class SmtpConfig:
+    host: str = ""
+    port: int = 0
+    user: str = ""
+    password: str = ""
+    password_file: str = ""
+    tls: str = "starttls"
+    """ssl (implicit TLS, port 465), starttls (port 587), or none"""
+    timeout: float = 30.0
+    give_up_hours: float = 48.0
+    """stop retrying a reply after this long"""
+
+
+@dataclass
+class EmbeddedConfig:
+    listen_host: str = "127.0.0.1"
+    listen_port: int = 2525
+    maildir_root: str = "maildirs"
+
+
+@dataclass
+class TimerConfig:
+    nagtime: float = 7.0
+    """days without a move before a nag"""
+    forfeittime: float = 21.0
+    """days without a move before a forfeit"""
+
+
+@dataclass
+class Config:
+    server: ServerConfig = field(default_factory=ServerConfig)
+    imap: ImapConfig = field(default_factory=ImapConfig)
+    smtp: SmtpConfig = field(default_factory=SmtpConfig)
+    embedded: EmbeddedConfig = field(default_factory=EmbeddedConfig)
+    timers: TimerConfig = field(default_factory=TimerConfig)
+    source: str = "built-in defaults"
+
+    @property
+    def uses_imap(self) -> bool:
+        return bool(self.imap.host)
+
+    @property
+    def uses_smtp(self) -> bool:
+        return bool(self.smtp.host)
+
+
+_SECTIONS = {"server": ServerConfig, "imap": ImapConfig, "smtp": SmtpConfig, "embedded": EmbeddedConfig, "timers": TimerConfig}
+
+
+def _coerce(key: str, value: Any, kind: type) -> Any:
+    try:
+        if kind is bool:
+            if isinstance(value, str):
+                if value.lower() in ("1", "true", "yes", "on"):
+                    return True
+                if value.lower() in ("0", "false", "no", "off"):
+                    return False
+                raise ValueError
+            return bool(value)
+        if kind is int:
+            if isinstance(value, bool):
+                raise ValueError
+            return int(value)
+        if kind is float:
+            if isinstance(value, bool):
+                raise ValueError
+            return float(value)
+        if not isinstance(value, str | int | float):
+            raise ValueError
+        return str(value)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{key}: expected {kind.__name__}, got {value!r}") from None
+
+
+def _types(section_cls: type) -> dict[str, type]:
+    hints = {"str": str, "int": int, "float": float, "bool": bool}
+    return {f.name: hints[str(f.type)] for f in fields(section_cls)}
+
+
+def load_config(path: str | Path | None = None, environ: Mapping[str, str] | None = None) -> Config:
+    """Read ``path`` (or ./pbmserv.toml when present), apply the environment, validate."""
+    env = os.environ if environ is None else environ
+    data: dict[str, Any] = {}
+    source = "built-in defaults"
+    if path is None and env.get("PBMSERV_CONFIG"):
+        path = env["PBMSERV_CONFIG"]
+    if path is None and Path(DEFAULT_CONFIG_FILE).exists():
+        path = DEFAULT_CONFIG_FILE
+    if path is not None:
+        p = Path(path)
+        try:
+            data = tomllib.loads(p.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise ConfigError(f"config file {p} does not exist") from None
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"{p}: not valid TOML: {exc}") from None
+        source = str(p)
+    cfg = Config(source=source)
+    for name, section in data.items():
+        if name not in _SECTIONS:
+            raise ConfigError(f"[{name}]: unknown section; sections are {', '.join(_SECTIONS)}")
+        if not isinstance(section, dict):
+            raise ConfigError(f"{name}: must be a [section] table")
+        types = _types(_SECTIONS[name])
+        target = getattr(cfg, name)
+        for key, value in section.items():
+            if key not in types:
+                raise ConfigError(f"{name}.{key}: unknown key; keys of [{name}] are {', '.join(types)}")
+            setattr(target, key, _coerce(f"{name}.{key}", value, types[key]))
+    for name, section_cls in _SECTIONS.items():
+        target = getattr(cfg, name)
+        for key, kind in _types(section_cls).items():
+            for var in (f"PBMSERV_{name.upper()}_{key.upper()}", f"PBMSERV_{key.upper()}" if name == "server" else ""):
+                if var and var in env:
+                    setattr(target, key, _coerce(f"{var} ({name}.{key})", env[var], kind))
+    _read_secret_files(cfg)
+    _validate(cfg)
+    return cfg
+
+
+def _read_secret_files(cfg: Config) -> None:
+    for section, key in (("imap", "password"), ("smtp", "password"), ("server", "secret")):
+        target = getattr(cfg, section)
+        file_key = f"{key}_file"
+        path = getattr(target, file_key)
+        if path:
+            try:
+                setattr(target, key, Path(path).read_text(encoding="utf-8").strip())
+            except OSError as exc:
+                raise ConfigError(f"{section}.{file_key}: cannot read {path}: {exc.strerror}") from None
+
+
+def _validate(cfg: Config) -> None:
+    if "@" not in cfg.server.address or any(c in cfg.server.address for c in " \r\n<>"):
+        raise ConfigError(f"server.address: {cfg.server.address!r} is not a mail address")
+    try:
+        cfg.server.database_url = normalise_url(cfg.server.database_url)
+    except Exception as exc:
+        raise ConfigError(f"server.database_url: {exc}") from None
+    for key in ("poll_interval", "scheduler_interval"):
+        if getattr(cfg.server, key) <= 0:
+            raise ConfigError(f"server.{key}: must be more than 0 seconds")
+    if cfg.server.rate_limit_per_minute < 1:
+        raise ConfigError("server.rate_limit_per_minute: must be at least 1")
+    for section, defaults in (
+        ("imap", {"ssl": 993, "starttls": 143, "none": 143}),
+        ("smtp", {"ssl": 465, "starttls": 587, "none": 25}),
+    ):
+        target = getattr(cfg, section)
+        if target.tls not in defaults:
+            raise ConfigError(f"{section}.tls: must be ssl, starttls or none, not {target.tls!r}")
+        if target.host:
+            if not target.port:
+                target.port = defaults[target.tls]
+            if section == "imap" and not target.user:
+                raise ConfigError("imap.user: required when imap.host is set")
+        if not 0 <= target.port <= 65535:
+            raise ConfigError(f"{section}.port: {target.port} is not a port number")
+    if cfg.uses_imap != cfg.uses_smtp:
+        missing = "smtp.host" if cfg.uses_imap else "imap.host"
+        raise ConfigError(f"{missing}: set both imap.host and smtp.host for real mail, or neither for the embedded default")
+    if not 0 < cfg.embedded.listen_port <= 65535:
+        raise ConfigError(f"embedded.listen_port: {cfg.embedded.listen_port} is not a port number")
+    if cfg.timers.nagtime <= 0 or cfg.timers.forfeittime <= 0:
+        raise ConfigError("timers.nagtime/forfeittime: must be more than 0 days")
+    if cfg.timers.forfeittime < cfg.timers.nagtime:
+        raise ConfigError("timers.forfeittime: must not be shorter than timers.nagtime")

@@ -1,0 +1,220 @@
+"""Inbound mail as data: MIME → :class:`InboundMail`, and replies → RFC 5322 bytes.
+
+Pure (no network): used by ``handle`` (pipe mode), the IMAP loop and the embedded
+SMTP listener alike.  Python's ``email`` package does the MIME work; this module
+only chooses the text, decides which mail must never be answered (COMMANDS.md §1)
+and refuses header injection in what it sends.
+"""
+
+from __future__ import annotations
+
+import email.policy
+import hashlib
+import html
+import re
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from email.headerregistry import Address
+from email.message import EmailMessage, Message
+from email.parser import BytesParser
+from email.utils import format_datetime, getaddresses, make_msgid, parseaddr
+
+MAX_BODY_CHARS = 200_000
+"""Longer bodies are cut: no command needs more, and replies quote the original."""
+MAX_SUBJECT_CHARS = 2_000
+
+
+@dataclass
+class InboundMail:
+    sender: str
+    """bare address of From (lower-cased domain), '' when missing"""
+    subject: str
+    body: str
+    message_id: str
+    headers: dict[str, str] = field(default_factory=dict)
+    """the headers that decide about auto-replies (lower-case names)"""
+    is_report: bool = False
+    """multipart/report (delivery or disposition notification)"""
+    raw_size: int = 0
+
+
+_TAG = re.compile(r"<[^>]*>")
+_BLOCK = re.compile(r"</?(p|div|br|tr|li|h\d|table|blockquote)\b[^>]*>", re.IGNORECASE)
+_DROP = re.compile(r"<(script|style|head)\b.*?</\1\s*>", re.IGNORECASE | re.DOTALL)
+
+
+def html_to_text(markup: str) -> str:
+    """Plain text of an HTML body: block tags become line breaks, other tags go,
+    entities are decoded.  Enough for command lines and comments."""
+    text = _DROP.sub("", markup)
+    text = _BLOCK.sub("\n", text)
+    text = _TAG.sub("", text)
+    text = html.unescape(text).replace("\xa0", " ")
+    lines = [line.rstrip() for line in text.splitlines()]
+    return "\n".join(lines).strip("\n")
+
+
+def _part_text(part: Message) -> str:
+    payload = part.get_payload(decode=True)
+    if not isinstance(payload, bytes):
+        return ""
+    charset = part.get_content_charset() or "us-ascii"
+    try:
+        return payload.decode(charset, errors="replace")
+    except LookupError:  # unknown charset name
+        return payload.decode("latin-1", errors="replace")
+
+
+def _choose_text(msg: Message) -> str:
+    """The plain-text part if there is one, else the HTML part converted."""
+    plain: str | None = None
+    markup: str | None = None
+    for part in msg.walk():
+        if part.is_multipart():
+            continue
+        disposition = (part.get("Content-Disposition") or "").lower()
+        if disposition.startswith("attachment"):
+            continue
+        ctype = part.get_content_type()
+        if ctype == "text/plain" and plain is None:
+            plain = _part_text(part)
+        elif ctype == "text/html" and markup is None:
+            markup = _part_text(part)
+        elif ctype == "message/rfc822":
+            continue
+    if plain is not None:
+        return plain
+    if markup is not None:
+        return html_to_text(markup)
+    return ""
+
+
+def _header(msg: Message, name: str) -> str:
+    try:
+        value = msg.get(name)
+    except Exception:  # a header the parser could not make sense of
+        return ""
+    return "" if value is None else str(value)
+
+
+def parse_message(raw: bytes) -> InboundMail:
+    """Read a raw RFC 5322 message.  Never raises on malformed input: whatever the
+    ``email`` package recovers is used; a missing Message-ID gets a stable one made
+    from the content, so a second delivery of the same bytes is still recognised."""
+    msg = BytesParser(policy=email.policy.compat32).parsebytes(raw)
+    name_addr = parseaddr(_header(msg, "From").replace("\r", " ").replace("\n", " "))[1]
+    sender = name_addr.strip()
+    if "@" in sender:
+        local, _, domain = sender.rpartition("@")
+        sender = f"{local}@{domain.lower()}"
+    subject = _decode_header(_header(msg, "Subject"))
+    subject = " ".join(subject.replace("\x00", " ").split())[:MAX_SUBJECT_CHARS]
+    body = _choose_text(msg).replace("\r\n", "\n").replace("\r", "\n").replace("\x00", "")[:MAX_BODY_CHARS]
+    message_id = _header(msg, "Message-ID").strip()
+    message_id = " ".join(message_id.split())[:250]
+    if not message_id:
+        message_id = "<sha256-" + hashlib.sha256(raw).hexdigest()[:40] + "@pbmserv.invalid>"
+    headers = {
+        name.lower(): " ".join(_header(msg, name).split())[:300]
+        for name in (
+            "Auto-Submitted",
+            "Precedence",
+            "List-Id",
+            "List-Unsubscribe",
+            "X-Autoreply",
+            "X-Auto-Response-Suppress",
+            "Return-Path",
+        )
+        if msg.get(name) is not None
+    }
+    return InboundMail(
+        sender=sender,
+        subject=subject,
+        body=body,
+        message_id=message_id,
+        headers=headers,
+        is_report=msg.get_content_type() == "multipart/report",
+        raw_size=len(raw),
+    )
+
+
+def _decode_header(value: str) -> str:
+    from email.header import decode_header, make_header
+
+    try:
+        return str(make_header(decode_header(value)))
+    except Exception:
+        return value
+
+
+def never_answer(mail: InboundMail, server_address: str) -> str | None:
+    """Why ``mail`` must get no reply and change nothing (COMMANDS.md §1), or None."""
+    auto = mail.headers.get("auto-submitted", "").lower()
+    if auto and auto != "no":
+        return f"Auto-Submitted: {auto}"
+    precedence = mail.headers.get("precedence", "").lower()
+    if precedence in ("bulk", "junk", "list", "auto_reply"):
+        return f"Precedence: {precedence}"
+    if "list-id" in mail.headers:
+        return "mailing-list mail (List-Id)"
+    if "x-autoreply" in mail.headers:
+        return "X-Autoreply"
+    if mail.headers.get("return-path", "").strip() == "<>" and not mail.sender:
+        return "bounce (null return path)"
+    if mail.is_report:
+        return "delivery or disposition report"
+    if not mail.sender or "@" not in mail.sender:
+        return "no sender address"
+    local = mail.sender.split("@", 1)[0].lower()
+    if local in ("mailer-daemon", "postmaster", "mailer_daemon", "noreply", "no-reply"):
+        return f"system sender {mail.sender}"
+    if mail.sender.lower() == server_address.lower():
+        return "mail from the server's own address"
+    return None
+
+
+_ADDRESS = re.compile(r"^[A-Za-z0-9.!#$%&'*+/=?^_`{|}~-]+@[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?$")
+
+
+def is_valid_address(address: str) -> bool:
+    """A plain addr-spec with no spaces, CR/LF, quotes or angle brackets."""
+    return len(address) <= 254 and bool(_ADDRESS.match(address))
+
+
+def new_message_id(domain: str) -> str:
+    return make_msgid(domain=domain.split("@")[-1] or "pbmserv.invalid")
+
+
+def build_message(
+    *,
+    sender: str,
+    sender_name: str,
+    recipient: str,
+    subject: str,
+    body: str,
+    message_id: str,
+    in_reply_to: str | None,
+    date: datetime | None = None,
+) -> EmailMessage:
+    """A reply as an ``EmailMessage``.  CR/LF in the subject are flattened and the
+    recipient must be a plain address, so no caller can inject headers."""
+    if not is_valid_address(recipient):
+        raise ValueError(f"not a deliverable address: {recipient!r}")
+    msg = EmailMessage(policy=email.policy.SMTP)
+    msg["From"] = Address(display_name=sender_name, addr_spec=sender)
+    msg["To"] = recipient
+    msg["Subject"] = " ".join(subject.split())[:900]
+    msg["Date"] = format_datetime(date or datetime.now(UTC))
+    msg["Message-ID"] = message_id
+    msg["Auto-Submitted"] = "auto-replied"
+    msg["X-Auto-Response-Suppress"] = "All"
+    msg["Precedence"] = "bulk"
+    if in_reply_to:
+        msg["In-Reply-To"] = in_reply_to
+        msg["References"] = in_reply_to
+    msg.set_content(body, charset="utf-8")
+    return msg
+
+
+def addresses_in(text: str) -> list[str]:
+    return [addr for _, addr in getaddresses([text]) if addr]

@@ -1,0 +1,161 @@
+"""Delivering the outbox: after commit, each pending reply goes out exactly as
+stored (same Message-ID on a retry), over SMTP or into a local Maildir.
+
+Temporary failures are retried with exponential back-off until ``give_up_hours``;
+permanent rejections are recorded as ``failed`` at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import mailbox
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from email.message import EmailMessage
+from pathlib import Path
+from typing import Protocol
+
+import aiosmtplib
+
+from ..config import Config
+from ..store import Database, OutboxMessage, UnitOfWork, utcnow
+from .message import build_message
+
+log = logging.getLogger("pbmserv.outbound")
+
+
+class PermanentFailure(Exception):
+    """The recipient will never be reachable this way (5xx, bad address)."""
+
+
+class Delivery(Protocol):
+    async def deliver(self, message: EmailMessage, recipient: str) -> None: ...
+
+
+def to_email(row: OutboxMessage, config: Config) -> EmailMessage:
+    return build_message(
+        sender=config.server.address,
+        sender_name=config.server.name,
+        recipient=row.recipient,
+        subject=row.subject,
+        body=row.body,
+        message_id=row.message_id,
+        in_reply_to=row.in_reply_to,
+        date=row.created_at,
+    )
+
+
+class MaildirDelivery:
+    """The embedded default: replies land in ``<root>/<address>/`` (a Maildir)."""
+
+    def __init__(self, root: str | Path) -> None:
+        self.root = Path(root)
+
+    def folder(self, address: str) -> Path:
+        safe = address.lower().replace("/", "_")
+        return self.root / safe
+
+    async def deliver(self, message: EmailMessage, recipient: str) -> None:
+        def write() -> None:
+            box = mailbox.Maildir(self.folder(recipient), create=True)
+            box.add(message)
+            box.close()
+
+        await asyncio.to_thread(write)
+
+
+class SmtpDelivery:
+    """Real mail: aiosmtplib with implicit TLS, STARTTLS or plain, and auth."""
+
+    def __init__(self, config: Config) -> None:
+        self.cfg = config.smtp
+
+    async def deliver(self, message: EmailMessage, recipient: str) -> None:
+        cfg = self.cfg
+        try:
+            await aiosmtplib.send(
+                message,
+                recipients=[recipient],
+                hostname=cfg.host,
+                port=cfg.port,
+                username=cfg.user or None,
+                password=cfg.password or None,
+                use_tls=cfg.tls == "ssl",
+                start_tls=cfg.tls == "starttls",
+                timeout=cfg.timeout,
+            )
+        except aiosmtplib.SMTPRecipientsRefused as exc:
+            codes = [r.code for r in exc.recipients]
+            if codes and all(500 <= c < 600 for c in codes):
+                raise PermanentFailure(str(exc)) from exc
+            raise
+        except aiosmtplib.SMTPResponseException as exc:
+            if 500 <= exc.code < 600:
+                raise PermanentFailure(f"{exc.code} {exc.message}") from exc
+            raise
+
+
+def backoff(attempts: int) -> timedelta:
+    """1 min, 2, 4, … capped at 1 hour."""
+    return timedelta(seconds=min(3600, 60 * 2 ** max(0, attempts - 1)))
+
+
+@dataclass
+class DrainResult:
+    sent: int = 0
+    retried: int = 0
+    failed: int = 0
+
+
+async def drain_outbox(
+    db: Database, delivery: Delivery, config: Config, *, batch: int = 50, now: datetime | None = None
+) -> DrainResult:
+    """Send every due pending reply once.  Rows are claimed with FOR UPDATE SKIP
+    LOCKED (PostgreSQL), so several workers never send the same row."""
+    result = DrainResult()
+    while True:
+        async with UnitOfWork(db) as uow:
+            rows = await uow.outbox.claim(now or utcnow(), limit=batch)
+            if not rows:
+                return result
+            for row in rows:
+                await _send_one(row, delivery, config, result)
+            await uow.commit()
+        if len(rows) < batch:
+            return result
+
+
+async def _send_one(row: OutboxMessage, delivery: Delivery, config: Config, result: DrainResult) -> None:
+    now = utcnow()
+    row.attempts += 1
+    try:
+        await delivery.deliver(to_email(row, config), row.recipient)
+    except PermanentFailure as exc:
+        row.state, row.last_error = "failed", f"permanent: {exc}"[:2000]
+        result.failed += 1
+        log.error("reply %s to %s rejected permanently: %s", row.message_id, row.recipient, exc)
+        return
+    except ValueError as exc:  # an address we refuse to write into a header
+        row.state, row.last_error = "failed", f"invalid: {exc}"[:2000]
+        result.failed += 1
+        return
+    except Exception as exc:  # network trouble, 4xx: try again later
+        row.last_error = f"{type(exc).__name__}: {exc}"[:2000]
+        if now - row.created_at > timedelta(hours=config.smtp.give_up_hours):
+            row.state = "failed"
+            result.failed += 1
+            log.error("giving up on reply %s to %s after %d attempts: %s", row.message_id, row.recipient, row.attempts, exc)
+        else:
+            row.next_attempt_at = now + backoff(row.attempts)
+            result.retried += 1
+            log.warning(
+                "reply %s to %s: temporary failure (%s); retry at %s", row.message_id, row.recipient, exc, row.next_attempt_at
+            )
+        return
+    row.state, row.sent_at, row.last_error = "sent", now, None
+    result.sent += 1
+
+
+def delivery_for(config: Config) -> Delivery:
+    return SmtpDelivery(config) if config.uses_smtp else MaildirDelivery(config.embedded.maildir_root)

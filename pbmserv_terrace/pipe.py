@@ -1,0 +1,84 @@
+"""Pipe mode: ``pbmserv-terrace handle < msg.eml`` (Postfix/procmail delivery).
+
+One raw message in; its replies are queued in the outbox and then delivered
+(configured SMTP, or the embedded Maildirs), or with ``--print`` written to stdout
+as an mbox and marked as printed, so nothing is sent.  A mail that crashes a
+handler is saved to the ``failed`` directory and logged: never dropped.
+"""
+
+from __future__ import annotations
+
+import logging
+import mailbox
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import BinaryIO
+
+from sqlalchemy import select
+
+from .config import Config
+from .mail.message import parse_message
+from .mail.outbound import delivery_for, drain_outbox, to_email
+from .service import HandleResult, Service
+from .store import Database, OutboxMessage, UnitOfWork
+
+log = logging.getLogger("pbmserv.handle")
+
+
+def save_failed(raw: bytes, directory: str | Path, reason: str) -> Path:
+    folder = Path(directory)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}-{abs(hash(raw)) % 10**8}.eml"
+    path.write_bytes(raw)
+    path.with_suffix(".error").write_text(reason + "\n", encoding="utf-8")
+    return path
+
+
+async def handle_raw(config: Config, raw: bytes, *, print_to: BinaryIO | None = None, db: Database | None = None) -> HandleResult:
+    own_db = db is None
+    db = db or Database(config.server.database_url)
+    try:
+        await db.migrate()
+        service = Service(db, config)
+        try:
+            result = await service.handle_mail(parse_message(raw))
+        except Exception as exc:
+            path = save_failed(raw, config.imap.failed_folder, f"{type(exc).__name__}: {exc}")
+            log.exception("handler crashed; the mail is kept in %s", path)
+            return HandleResult("failed", f"{type(exc).__name__}: {exc}")
+        log.info(result.log_line())
+        if print_to is not None:
+            await print_replies(db, config, result.outbox_ids, print_to)
+        elif result.outbox_ids:
+            await drain_outbox(db, delivery_for(config), config)
+        return result
+    finally:
+        if own_db:
+            await db.close()
+
+
+async def print_replies(db: Database, config: Config, message_ids: list[str], out: BinaryIO) -> None:
+    """Write the replies as one mbox to ``out`` and mark them printed (never sent)."""
+    async with UnitOfWork(db) as uow:
+        rows = list((await uow.session.execute(select(OutboxMessage).where(OutboxMessage.message_id.in_(message_ids)))).scalars())
+        order = {mid: i for i, mid in enumerate(message_ids)}
+        rows.sort(key=lambda r: order[r.message_id])
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "out.mbox"
+            box = mailbox.mbox(path)
+            for row in rows:
+                msg = mailbox.mboxMessage(to_email(row, config))
+                msg.set_from(config.server.address)
+                box.add(msg)
+                row.state = "printed"
+            box.close()
+            out.write(path.read_bytes())
+            out.flush()
+        await uow.commit()
+
+
+def read_stdin() -> bytes:
+    return sys.stdin.buffer.read()

@@ -1,0 +1,270 @@
+"""The service layer: one inbound mail → one transaction (ARCHITECTURE.md).
+
+:meth:`Service.handle_mail` checks whether the mail may be answered at all, opens a
+Unit of Work, skips a Message-ID it has already processed, runs each command in a
+savepoint (an error undoes that command only), writes every reply to the outbox,
+records the Message-ID and commits — all or nothing.  Handlers never touch the
+network; they append :class:`Mail` objects to the context.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from ..commands import Command, parse_mail
+from ..config import Config
+from ..mail.message import InboundMail, is_valid_address, never_answer, new_message_id
+from ..render import GAME_TITLES, render
+from ..store import Database, OutboxMessage, UnitOfWork, User, utcnow
+from .passwords import PasswordCache, hash_password
+
+log = logging.getLogger("pbmserv.service")
+
+
+class CommandError(Exception):
+    """A command that cannot be carried out: ``reason`` is one sentence for the player."""
+
+    def __init__(self, reason: str, usage: str = "", *, board: int | None = None, game_type: str | None = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.usage = usage
+        self.board = board
+        self.game_type = game_type
+
+
+@dataclass
+class Mail:
+    """A reply before it becomes outbox rows (one per address)."""
+
+    to: list[str]
+    subject: str
+    body: str
+    for_sender: bool = False
+    """an answer to the sender (merged into one mail for ``multiple``)"""
+
+
+@dataclass
+class HandleResult:
+    status: str
+    """ok | error | ignored | duplicate"""
+    detail: str = ""
+    replies: int = 0
+    board: str = ""
+    user: str = ""
+    command: str = ""
+    ms: float = 0.0
+    outbox_ids: list[str] = field(default_factory=list)
+    """Message-IDs of the replies queued for this mail"""
+
+    def log_line(self) -> str:
+        return (
+            f"board={self.board or '-'} user={self.user or '-'} command={self.command or '-'} "
+            f"result={self.status}{(': ' + self.detail) if self.detail else ''} replies={self.replies} ms={self.ms:.1f}"
+        )
+
+
+Handler = Callable[["Ctx", Command], Awaitable[None]]
+HANDLERS: dict[tuple[bool, str], Handler] = {}
+USAGE: dict[str, str] = {}
+
+
+def handler(verb: str, *, game: bool, usage: str) -> Callable[[Handler], Handler]:
+    """Register the handler of ``verb`` (a game command when ``game``)."""
+
+    def register(fn: Handler) -> Handler:
+        HANDLERS[(game, verb)] = fn
+        USAGE[verb if not game else f"game:{verb}"] = usage
+        return fn
+
+    return register
+
+
+def usage_of(cmd: Command) -> str:
+    if cmd.is_game:
+        text = USAGE.get(f"game:{cmd.verb}", "")
+        return " | ".join(f"{cmd.game_type} {alt.strip()}" for alt in text.split(" | ")) if text else ""
+    return USAGE.get(cmd.verb, "")
+
+
+class Ctx:
+    """What a handler sees: the Unit of Work, the mail, the clock, and the replies."""
+
+    def __init__(self, service: Service, uow: UnitOfWork, mail: InboundMail, now: datetime) -> None:
+        self.service = service
+        self.uow = uow
+        self.mail = mail
+        self.now = now
+        self.config = service.config
+        self.out: list[Mail] = []
+        self.user: str = ""
+        self.board: str = ""
+        self.rating_lines: list[str] = []
+        """rating changes of a game that just ended, for its mail"""
+
+    @property
+    def server_name(self) -> str:
+        return self.config.server.name
+
+    def reply(self, subject: str, template: str, **values: object) -> None:
+        """A mail to the sender only."""
+        self.out.append(Mail([self.mail.sender], subject, render(template, **values), for_sender=True))
+
+    def send(self, users: list[User], subject: str, body: str) -> None:
+        """One mail to every address of each user (signed-off users get none)."""
+        addresses: list[str] = []
+        for user in users:
+            if user.signed_off:
+                continue
+            for addr in user.addresses:
+                if addr not in addresses:
+                    addresses.append(addr)
+        if addresses:
+            self.out.append(Mail(addresses, subject, body))
+
+    async def auth(self, userid: str, password: str) -> User:
+        """The user, if the password is right; the same error for unknown users and
+        wrong passwords, after the same (slow) work."""
+        self.user = userid.lower()
+        user = await self.uow.users.get(userid)
+        stored = user.password_hash if user is not None else self.service.dummy_hash
+        ok = self.service.passwords.check(userid.lower(), stored, password)
+        if user is None or not ok or user.password_hash.startswith("!"):
+            raise CommandError("the userid or the password is not correct")
+        return user
+
+
+def game_title(game_type: str | None) -> str:
+    return GAME_TITLES.get(game_type or "terrace", "Terrace")
+
+
+class Service:
+    """The use cases of the server, driven by ``handle``, ``serve`` and the tests alike."""
+
+    def __init__(self, db: Database, config: Config, passwords: PasswordCache | None = None) -> None:
+        self.db = db
+        self.config = config
+        secret = config.server.secret.encode() or None
+        self.passwords = passwords or PasswordCache(secret)
+        self.dummy_hash = hash_password("not-a-password")
+        from . import accounts, play, queries  # noqa: F401  (registers the handlers)
+
+    async def handle_mail(self, mail: InboundMail, *, now: datetime | None = None) -> HandleResult:
+        started = time.perf_counter()
+        result = await self._handle(mail, now or utcnow())
+        result.ms = (time.perf_counter() - started) * 1000
+        return result
+
+    async def _handle(self, mail: InboundMail, now: datetime) -> HandleResult:
+        why = never_answer(mail, self.config.server.address)
+        if why:
+            log.info("not answered: %s (from %r, %s)", why, mail.sender, mail.message_id)
+            return HandleResult("ignored", why)
+        if not is_valid_address(mail.sender):
+            return HandleResult("ignored", f"unusable sender address {mail.sender[:80]!r}")
+        async with UnitOfWork(self.db) as uow:
+            if await uow.inbound.seen(mail.message_id):
+                return HandleResult("duplicate", mail.message_id)
+            ctx = Ctx(self, uow, mail, now)
+            parsed = parse_mail(mail.subject, mail.body)
+            results: list[tuple[Command | None, str | None]] = []
+            if parsed.error:
+                self._error(ctx, None, CommandError(parsed.error), parsed.source_line)
+                results.append((None, parsed.error))
+            for cmd in parsed.commands:
+                if cmd.verb == "invalid":
+                    self._error(ctx, cmd, CommandError(cmd.comment), cmd.text)
+                    results.append((cmd, cmd.comment))
+                    continue
+                results.append((cmd, await self._run(ctx, cmd)))
+            queued = self._queue_replies(ctx, parsed.multiple, now)
+            uow.inbound.record(mail.message_id, now, mail.sender, (parsed.source_line or "")[:200])
+            await uow.commit()
+        first = parsed.commands[0] if parsed.commands else None
+        errors = [err for _, err in results if err]
+        return HandleResult(
+            "error" if errors and len(errors) == len(results) else "ok",
+            "; ".join(errors)[:300],
+            len(queued),
+            board=ctx.board,
+            user=ctx.user,
+            command=(f"{first.game_type + ' ' if first.game_type else ''}{first.verb}" if first else "-"),
+            outbox_ids=queued,
+        )
+
+    async def _run(self, ctx: Ctx, cmd: Command) -> str | None:
+        fn = HANDLERS.get((cmd.is_game, cmd.verb))
+        if fn is None:
+            self._error(ctx, cmd, CommandError(f"'{cmd.verb}' is not a command here; mail 'help' for the list"), cmd.text)
+            return "unknown command"
+        mark = len(ctx.out)
+        savepoint = await ctx.uow.session.begin_nested()
+        try:
+            await fn(ctx, cmd)
+            await ctx.uow.flush()
+        except CommandError as exc:
+            await savepoint.rollback()
+            del ctx.out[mark:]
+            self._error(ctx, cmd, exc, cmd.text)
+            return exc.reason
+        await savepoint.commit()
+        return None
+
+    def _error(self, ctx: Ctx, cmd: Command | None, exc: CommandError, line: str) -> None:
+        title = game_title(exc.game_type or (cmd.game_type if cmd else None))
+        subject = f"{title} Board {exc.board} Error" if exc.board else f"{title} error"
+        usage = exc.usage or (usage_of(cmd) if cmd else "")
+        body_lines = ctx.mail.body.rstrip().split("\n")[:60] if ctx.mail.body.strip() else []
+        quoted = [f"Subject: {ctx.mail.subject}"[:300], *(["", *body_lines] if body_lines else [])]
+        hint = "Mail 'help commands' for every command." if not usage else ""
+        body = render("error.txt", reason=exc.reason, usage=usage, quoted=[q[:300] for q in quoted], help_hint=hint)
+        ctx.out.append(Mail([ctx.mail.sender], subject, body, for_sender=True))
+
+    def _queue_replies(self, ctx: Ctx, multiple: bool, now: datetime) -> list[str]:
+        mails = ctx.out
+        if multiple:
+            mails = self._merge_for_sender(ctx, mails)
+        queued: list[str] = []
+        seen: set[tuple[str, str, str]] = set()
+        for mail in mails:
+            for address in mail.to:
+                if not is_valid_address(address):
+                    log.warning("reply to unusable address %r dropped", address[:80])
+                    continue
+                key = (address.lower(), mail.subject, mail.body)
+                if key in seen:
+                    continue
+                seen.add(key)
+                message_id = new_message_id(self.config.server.address)
+                queued.append(message_id)
+                ctx.uow.outbox.add(
+                    OutboxMessage(
+                        message_id=message_id,
+                        recipient=address,
+                        subject=mail.subject,
+                        body=mail.body,
+                        in_reply_to=ctx.mail.message_id if not ctx.mail.message_id.endswith("@pbmserv.invalid>") else None,
+                        state="pending",
+                        attempts=0,
+                        next_attempt_at=now,
+                        created_at=now,
+                    )
+                )
+        return queued
+
+    def _merge_for_sender(self, ctx: Ctx, mails: list[Mail]) -> list[Mail]:
+        sender = ctx.mail.sender.lower()
+        parts: list[dict[str, str]] = []
+        others: list[Mail] = []
+        for mail in mails:
+            if mail.for_sender or [a.lower() for a in mail.to] == [sender]:
+                parts.append({"command": mail.subject, "body": mail.body.rstrip("\n")})
+            else:
+                others.append(mail)
+        if not parts:
+            return others
+        body = render("multiple.txt", parts=parts)
+        return [Mail([ctx.mail.sender], f"{self.config.server.name}: results of multiple", body, for_sender=True), *others]

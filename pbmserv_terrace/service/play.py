@@ -1,0 +1,555 @@
+"""Game commands that change state (COMMANDS.md §3, §4): challenge, move and its
+votes, resign, queue, submit/confirm, chat, subscriptions, notify, challenge
+preferences, vacation."""
+
+from __future__ import annotations
+
+from ..commands import Command
+from ..render import CommentView, render
+from ..rules import NotationError, format_move, format_tpn, parse_move, start_position, variant_for_players
+from ..store import Game, Notifier, Seat, Subscription, User
+from .accounts import check_userid, need, notice
+from .boards import (
+    FORFEIT,
+    RESIGN,
+    after_ply,
+    board_size,
+    clear_votes,
+    game_view,
+    load_game,
+    mail_game,
+    play_move,
+    position,
+    replay,
+    require_active,
+    require_player,
+    resign_seat,
+    schedule,
+    seat_by_army,
+    take_comment,
+)
+from .core import CommandError, Ctx, game_title, handler, usage_of
+
+TWO_PLAYER_VARIANTS = ("long", "medium", "short", "master")
+TIMER_OPTIONS = ("nagtime", "forfeittime", "totaltime")
+MAX_QUEUE = 10
+
+
+def _err(game: Game, reason: str, usage: str = "") -> CommandError:
+    return CommandError(reason, usage, board=game.board_number, game_type=game.game_type)
+
+
+# ------------------------------------------------------------------ challenge
+@handler(
+    "challenge",
+    game=True,
+    usage="challenge USERID1 USERID2 [USERID3 [USERID4]] [-long|-medium|-short|-master] [--nagtime=DAYS] [--forfeittime=DAYS] [--totaltime=DAYS]",
+)
+async def challenge(ctx: Ctx, cmd: Command) -> None:
+    words = list(need(cmd, 2, 4))
+    game_type = cmd.game_type or "terrace"
+    params = list(cmd.params)
+    if len(words) == 3 and words[2].lower() in ("long", "medium", "short"):
+        params.append(words.pop().lower())  # the old form: challenge U1 U2 short
+    unknown = [p for p in params if p not in TWO_PLAYER_VARIANTS]
+    if unknown or len(params) > 1:
+        raise CommandError(
+            f"unknown or repeated setup '-{(unknown or params)[0]}'; the setups are -long, -medium, -short, -master",
+            usage_of(cmd),
+        )
+    options: dict[str, float] = {}
+    for key, value in cmd.options.items():
+        if key not in TIMER_OPTIONS:
+            raise CommandError(
+                f"unknown option --{key[:30]}; the options are --nagtime, --forfeittime, --totaltime", usage_of(cmd)
+            )
+        try:
+            days = float(value)
+        except ValueError:
+            raise CommandError(f"--{key} needs a number of days, e.g. --{key}=5", usage_of(cmd)) from None
+        if not 0 < days <= 365:
+            raise CommandError(f"--{key} must be between 0 and 365 days", usage_of(cmd))
+        options[key] = days
+    nag = options.get("nagtime", ctx.config.timers.nagtime)
+    if options.get("forfeittime", max(ctx.config.timers.forfeittime, nag)) < nag:
+        raise CommandError("--forfeittime must not be shorter than --nagtime", usage_of(cmd))
+    try:
+        variant = variant_for_players(len(words), params[0] if params else None)
+    except ValueError as exc:
+        raise CommandError(str(exc), usage_of(cmd)) from None
+    ids = [check_userid(w) for w in words]
+    if len(set(ids)) != len(ids):
+        raise CommandError("each player may sit at a board only once", usage_of(cmd))
+    found = await ctx.uow.users.get_many(ids)
+    problems = []
+    users: list[User] = []
+    for uid in ids:
+        user = found.get(uid)
+        if user is None or user.password_hash.startswith("!"):
+            problems.append(f"{uid}: no such user")
+            continue
+        users.append(user)
+        if user.signed_off:
+            problems.append(f"{uid}: signed off")
+        elif not user.accept_challenges:
+            problems.append(f"{uid}: is not accepting challenges")
+        elif user.challenge_limit is not None:
+            active = await ctx.uow.games.count_active_for_user(user.id)
+            if active >= user.challenge_limit:
+                problems.append(f"{uid}: has reached the limit of {user.challenge_limit} active games")
+    if problems:
+        raise CommandError("the challenge cannot be made: " + "; ".join(problems), usage_of(cmd))
+    n = board_size(game_type)
+    start = format_tpn(start_position(variant, n))
+    number = await ctx.uow.games.next_board_number(game_type)
+    game = Game(
+        game_type=game_type,
+        board_number=number,
+        variant=variant,
+        options=options,
+        position=start,
+        start_position=start,
+        ply=0,
+        status="active",
+        rated=variant != "master",
+        draw_votes=[],
+        undo_votes=[],
+        created_at=ctx.now,
+        last_move_at=ctx.now,
+        seats=[Seat(seat=i + 1, user=u, user_id=u.id, active=True, resign_pending=False, queued_moves=[], clock_seconds=0.0)
+               for i, u in enumerate(users)],
+    )  # fmt: skip
+    ctx.uow.games.add(game)
+    await ctx.uow.flush()
+    ctx.board = str(number)
+    for watcher in await ctx.uow.watchers.subscribers_of_all(game_type):
+        ctx.uow.watchers.add(Subscription(game_type=game_type, game_id=game.id, user_id=watcher.id))
+    schedule(ctx, game)
+    comment = CommentView(ctx.mail.sender, cmd.comment.strip()[:20_000]) if cmd.comment.strip() else None
+    await ctx.uow.flush()
+    await mail_game(ctx, game, template="new_game.txt", comment=comment, new=True)
+
+
+# ----------------------------------------------------------------------- move
+MOVE_USAGE = "move BOARD USERID PASSWORD MOVE[#k] | move BOARD USERID PASSWORD propose|accept|reject|undo|resign"
+
+
+async def _player(ctx: Ctx, cmd: Command, words: list[str]) -> tuple[Game, User, Seat]:
+    game, _ = await load_game(ctx, cmd, words[0])
+    user = await ctx.auth(words[1], words[2])
+    seat = require_player(game, user, cmd)
+    return game, user, seat
+
+
+@handler("move", game=True, usage=MOVE_USAGE)
+async def move(ctx: Ctx, cmd: Command) -> None:
+    words = need(cmd, 4, 4)
+    game, user, seat = await _player(ctx, cmd, words)
+    require_active(game)
+    action = words[3].lower()
+    if action in VOTES:
+        await VOTES[action](ctx, cmd, game, user, seat)
+        return
+    await _play(ctx, cmd, game, user, seat, words[3])
+
+
+async def _play(ctx: Ctx, cmd: Command, game: Game, user: User, seat: Seat, text: str) -> None:
+    move_text, _, want = text.partition("#")
+    pos = position(game)
+    if not seat.active:
+        raise _err(game, f"{user.userid} is out of the game on board {game.board_number}")
+    if pos.to_move != seat.seat:
+        mover = seat_by_army(game, pos.to_move)
+        raise _err(game, f"it is not your turn on board {game.board_number}: it is {mover.user.userid}'s turn "
+                   f"(with 'queue' you can play ahead)")  # fmt: skip
+    if want and (not want.isdigit() or int(want) != game.ply + 1):
+        raise _err(
+            game, f"Move {move_text} received as move #{want[:8]}, but board {game.board_number} is at move #{game.ply + 1}"
+        )
+    notes = clear_votes(game)
+    pos, canonical = await play_move(ctx, game, seat, pos, move_text)
+    seat.submitted_move = None
+    comment = take_comment(ctx, game, cmd, user.userid)
+    notes += await after_ply(ctx, game, pos)
+    await mail_game(ctx, game, headline=f"{user.userid} played {canonical}", comment=comment, notes=notes)
+
+
+async def _propose(ctx: Ctx, cmd: Command, game: Game, user: User, seat: Seat) -> None:
+    if game.undo_votes:
+        raise _err(game, "an undo request is pending; accept or reject it first")
+    if game.draw_votes:
+        raise _err(game, "a draw has already been proposed; send accept or reject")
+    game.draw_votes = [seat.seat]
+    comment = take_comment(ctx, game, cmd, user.userid)
+    await mail_game(ctx, game, headline=f"{user.userid} proposes a draw", comment=comment)
+
+
+async def _accept(ctx: Ctx, cmd: Command, game: Game, user: User, seat: Seat) -> None:
+    if not game.draw_votes and not game.undo_votes:
+        raise _err(game, "there is no draw offer or undo request to accept")
+    await _vote(ctx, cmd, game, user, seat, "draw" if game.draw_votes else "undo")
+
+
+async def _vote(ctx: Ctx, cmd: Command, game: Game, user: User, seat: Seat, kind: str) -> None:
+    votes = list(game.draw_votes if kind == "draw" else game.undo_votes)
+    if seat.seat in votes:
+        raise _err(game, f"you have already agreed to the {kind}")
+    votes.append(seat.seat)
+    comment = take_comment(ctx, game, cmd, user.userid)
+    active = {s.seat for s in game.seats if s.active}
+    if kind == "draw":
+        game.draw_votes = votes
+        if active <= set(votes):
+            from .boards import finish
+
+            await finish(ctx, game, None, "draw agreed")
+            await mail_game(ctx, game, headline="the players agree to a draw", comment=comment)
+            return
+        await mail_game(ctx, game, headline=f"{user.userid} accepts the draw", comment=comment)
+        return
+    game.undo_votes = votes
+    if active <= set(votes):
+        undone = await _undo_last(ctx, game)
+        await mail_game(ctx, game, headline=f"the last ply ({undone}) has been taken back", comment=comment)
+        return
+    await mail_game(ctx, game, headline=f"{user.userid} agrees to undo the last ply", comment=comment)
+
+
+async def _reject(ctx: Ctx, cmd: Command, game: Game, user: User, seat: Seat) -> None:
+    if not game.draw_votes and not game.undo_votes:
+        raise _err(game, "there is no draw offer or undo request to reject")
+    kind = "draw offer" if game.draw_votes else "undo request"
+    game.draw_votes, game.undo_votes = [], []
+    comment = take_comment(ctx, game, cmd, user.userid)
+    await mail_game(ctx, game, headline=f"{user.userid} rejects the {kind}", comment=comment)
+
+
+async def _undo(ctx: Ctx, cmd: Command, game: Game, user: User, seat: Seat) -> None:
+    if game.draw_votes:
+        raise _err(game, "a draw offer is pending; accept or reject it first")
+    if game.ply == 0:
+        raise _err(game, "there is no move to undo")
+    if game.undo_votes:
+        await _vote(ctx, cmd, game, user, seat, "undo")
+        return
+    game.undo_votes = []
+    await _vote(ctx, cmd, game, user, seat, "undo")
+
+
+async def _undo_last(ctx: Ctx, game: Game) -> str:
+    moves = await ctx.uow.moves.of_game(game.id)
+    last = moves[-1]
+    await ctx.uow.moves.delete_from(game.id, last.ply)
+    remaining = moves[:-1]
+    pos = replay(game, remaining)
+    game.position = format_tpn(pos)
+    game.ply = last.ply - 1
+    game.undo_votes = []
+    if last.move in (RESIGN, FORFEIT):
+        seat_by_army(game, last.seat).active = True
+    for s in game.seats:  # a T captured by the undone ply comes back
+        if s.seat in pos.armies():
+            s.active = True
+    schedule(ctx, game)
+    return last.move
+
+
+async def _resign(ctx: Ctx, cmd: Command, game: Game, user: User, seat: Seat) -> None:
+    comment = take_comment(ctx, game, cmd, user.userid)
+    if game.ply < len(game.seats):
+        await _first_round_removal(ctx, game, seat, "resigned", comment)
+        return
+    pos = position(game)
+    if pos.to_move != seat.seat:
+        seat.resign_pending = not seat.resign_pending
+        if seat.resign_pending:
+            headline = f"{user.userid} will resign on their turn (send resign again to cancel)"
+        else:
+            headline = f"{user.userid} withdraws the pending resignation"
+        await mail_game(ctx, game, headline=headline, comment=comment)
+        return
+    pos, notes = await resign_seat(ctx, game, seat, pos)
+    notes += await after_ply(ctx, game, pos)
+    await mail_game(ctx, game, headline=f"{user.userid} resigns", comment=comment, notes=notes)
+
+
+async def _first_round_removal(ctx: Ctx, game: Game, seat: Seat, how: str, comment: CommentView | None) -> None:
+    """COMMANDS.md §4: in the first round a resigning player is removed and the game
+    restarts without them (unrated); with fewer than two left the board is removed."""
+    leaving = seat.user.userid
+    remaining = [s for s in game.seats if s is not seat]
+    if len(remaining) < 2:
+        game.status = "removed"
+        game.result = f"{leaving} {how} in the first round"
+        game.finished_at = ctx.now
+        game.deadline_at = None
+        await mail_game(ctx, game, headline=f"{leaving} {how} in the first round; the board is removed", comment=comment)
+        return
+    audience = list(game.seats)
+    await ctx.uow.moves.delete_from(game.id, 1)
+    variant = variant_for_players(
+        len(remaining), game.variant if len(remaining) == 2 and game.variant in TWO_PLAYER_VARIANTS else None
+    )
+    start = format_tpn(start_position(variant, board_size(game.game_type)))
+    game.seats.remove(seat)
+    await ctx.uow.flush()
+    for i, s in enumerate(remaining):
+        s.seat = i + 1
+        s.active, s.resign_pending, s.queued_moves, s.submitted_move, s.clock_seconds = True, False, [], None, 0.0
+    game.variant, game.position, game.start_position, game.ply = variant, start, start, 0
+    game.rated = False
+    game.draw_votes, game.undo_votes = [], []
+    game.last_move_at = ctx.now
+    schedule(ctx, game)
+    await ctx.uow.flush()
+    view = await game_view(ctx, game, notes=[f"{leaving} {how} in the first round; the game restarts without them (unrated)."])
+    body = render("update.txt", game=view, headline=f"{leaving} {how}; the game restarts", comment=comment)
+    from .boards import subject_for
+
+    ctx.send(
+        [s.user for s in audience] + await ctx.uow.watchers.subscribers(game.id), subject_for(game, comment=bool(comment)), body
+    )
+
+
+VOTES = {"propose": _propose, "accept": _accept, "reject": _reject, "undo": _undo, "resign": _resign}
+
+
+@handler("resign", game=True, usage="resign BOARD USERID PASSWORD")
+async def resign(ctx: Ctx, cmd: Command) -> None:
+    words = need(cmd, 3, 3)
+    game, user, seat = await _player(ctx, cmd, words)
+    require_active(game)
+    if not seat.active:
+        raise _err(game, f"{user.userid} is already out of the game")
+    await _resign(ctx, cmd, game, user, seat)
+
+
+async def forfeit_all(ctx: Ctx, user: User) -> list[str]:
+    """Forfeit every active game of ``user`` (account deletion).  Returns the boards."""
+    ended = []
+    for game in await ctx.uow.games.for_users([user.id]):
+        if game.status != "active":
+            continue
+        game = await ctx.uow.games.get(game.game_type, game.board_number, lock=True) or game
+        seat = next(s for s in game.seats if s.user_id == user.id)
+        if not seat.active:
+            continue
+        ended.append(f"{game.game_type} {game.board_number}")
+        if game.ply < len(game.seats):
+            await _first_round_removal(ctx, game, seat, "left the server", None)
+            continue
+        pos, notes = await resign_seat(ctx, game, seat, position(game), FORFEIT)
+        notes += await after_ply(ctx, game, pos)
+        await mail_game(ctx, game, headline=f"{user.userid} forfeits (account deleted)", notes=notes)
+    return ended
+
+
+# -------------------------------------------------------------- queue, submit
+@handler("queue", game=True, usage="queue BOARD USERID PASSWORD MOVE")
+async def queue(ctx: Ctx, cmd: Command) -> None:
+    words = need(cmd, 4, 4)
+    game, user, seat = await _player(ctx, cmd, words)
+    require_active(game)
+    pos = position(game)
+    if pos.to_move == seat.seat and seat.active:
+        await _play(ctx, cmd, game, user, seat, words[3])
+        return
+    if not seat.active:
+        raise _err(game, f"{user.userid} is out of the game on board {game.board_number}")
+    from ..rules.notation import _MOVE
+
+    if not _MOVE.match(words[3]):
+        from ..rules import MOVE_FORMS
+
+        raise _err(game, f"'{words[3][:40]}' is not a move; write it as {MOVE_FORMS}", usage_of(cmd))
+    if len(seat.queued_moves) >= MAX_QUEUE:
+        raise _err(game, f"at most {MAX_QUEUE} moves can be queued")
+    seat.queued_moves = [*seat.queued_moves, words[3]]
+    notice(ctx, f"{game_title(game.game_type)} Board {game.board_number} queue",
+           f"Queued on board {game.board_number}: {words[3]}",
+           f"Your queue: {', '.join(seat.queued_moves)}",
+           "A queued move is played when your turn comes; an illegal one is dropped (with the rest of the queue).")  # fmt: skip
+
+
+@handler("submit", game=True, usage="submit BOARD USERID PASSWORD MOVE[#k]")
+async def submit(ctx: Ctx, cmd: Command) -> None:
+    words = need(cmd, 4, 4)
+    game, user, seat = await _player(ctx, cmd, words)
+    require_active(game)
+    pos = position(game)
+    if pos.to_move != seat.seat:
+        raise _err(game, f"it is not your turn on board {game.board_number}")
+    move_text, _, want = words[3].partition("#")
+    if want and (not want.isdigit() or int(want) != game.ply + 1):
+        raise _err(
+            game, f"Move {move_text} received as move #{want[:8]}, but board {game.board_number} is at move #{game.ply + 1}"
+        )
+    try:
+        mv = parse_move(pos, move_text)
+    except NotationError as exc:
+        raise _err(game, str(exc)) from None
+    canonical = format_move(pos, mv)
+    seat.submitted_move = f"{canonical}#{game.ply + 1}"
+    view = await game_view(ctx, game, pos=pos.play(mv), notes=[f"(as it would be after {canonical})"])
+    ctx.reply(
+        f"{game_title(game.game_type)} Board {game.board_number} submitted",
+        "submitted.txt",
+        game=view,
+        move=canonical,
+        user=user.userid,
+    )
+
+
+@handler("confirm", game=True, usage="confirm BOARD USERID PASSWORD")
+async def confirm(ctx: Ctx, cmd: Command) -> None:
+    words = need(cmd, 3, 3)
+    game, user, seat = await _player(ctx, cmd, words)
+    require_active(game)
+    if not seat.submitted_move:
+        raise _err(game, "you have no submitted move to confirm; use submit first")
+    text, _, ply = seat.submitted_move.partition("#")
+    if int(ply) != game.ply + 1:
+        seat.submitted_move = None
+        raise _err(game, "the board has changed since you submitted; submit your move again")
+    await _play(ctx, cmd, game, user, seat, text)
+
+
+# ------------------------------------------------------------------------ chat
+@handler("chat", game=True, usage="chat BOARD USERID PASSWORD  (the body is the message)")
+async def chat(ctx: Ctx, cmd: Command) -> None:
+    words = need(cmd, 3, 3)
+    game, _ = await load_game(ctx, cmd, words[0], lock=False)
+    user = await ctx.auth(words[1], words[2])
+    subscribers = await ctx.uow.watchers.subscribers(game.id)
+    players = [s.user for s in game.seats]
+    if user.id not in {u.id for u in players + subscribers}:
+        raise _err(game, f"{user.userid} neither plays nor watches board {game.board_number}")
+    if not cmd.comment.strip():
+        raise _err(game, "the chat message is empty: write it in the body of the mail", usage_of(cmd))
+    body = render("chat.txt", title=game_title(game.game_type), board_number=game.board_number, author=user.userid,
+                  text=cmd.comment.strip()[:20_000])  # fmt: skip
+    unique = {u.id: u for u in players + subscribers}
+    ctx.send(list(unique.values()), f"{game_title(game.game_type)} Board {game.board_number} chat from {user.userid}", body)
+
+
+# ---------------------------------------------------------------- watching
+async def _subscription(ctx: Ctx, cmd: Command, on: bool) -> None:
+    words = need(cmd, 3, 3)
+    game_type = cmd.game_type or "terrace"
+    title = game_title(game_type)
+    if words[2].lower() == "all" and not words[0].isdigit():
+        user = await ctx.auth(words[0], words[1])
+        row = await ctx.uow.watchers.subscription(game_type, None, user.id)
+        if on and row is None:
+            ctx.uow.watchers.add(Subscription(game_type=game_type, game_id=None, user_id=user.id))
+        elif not on and row is not None:
+            await ctx.uow.watchers.remove(row)
+        notice(
+            ctx,
+            f"{title} subscriptions",
+            f"{user.userid} {'now watches' if on else 'no longer watches'} every new {title} board.",
+        )
+        return
+    game, _ = await load_game(ctx, cmd, words[0], lock=False)
+    user = await ctx.auth(words[1], words[2])
+    row = await ctx.uow.watchers.subscription(game_type, game.id, user.id)
+    if on and row is None:
+        ctx.uow.watchers.add(Subscription(game_type=game_type, game_id=game.id, user_id=user.id))
+    elif not on and row is not None:
+        await ctx.uow.watchers.remove(row)
+    elif on:
+        raise _err(game, f"{user.userid} already watches board {game.board_number}")
+    else:
+        raise _err(game, f"{user.userid} does not watch board {game.board_number}")
+    await ctx.uow.flush()
+    view = await game_view(ctx, game)
+    what = "You now watch" if on else "You no longer watch"
+    ctx.reply(f"{title} Board {game.board_number} {'subscribed' if on else 'unsubscribed'}", "update.txt", game=view,
+              headline=f"{what} this board", comment=None)  # fmt: skip
+
+
+@handler("subscribe", game=True, usage="subscribe BOARD USERID PASSWORD | subscribe USERID PASSWORD all")
+async def subscribe(ctx: Ctx, cmd: Command) -> None:
+    await _subscription(ctx, cmd, True)
+
+
+@handler("unsubscribe", game=True, usage="unsubscribe BOARD USERID PASSWORD | unsubscribe USERID PASSWORD all")
+async def unsubscribe(ctx: Ctx, cmd: Command) -> None:
+    await _subscription(ctx, cmd, False)
+
+
+@handler("notify", game=True, usage="notify USERID PASSWORD [BOARD ...]")
+async def notify(ctx: Ctx, cmd: Command) -> None:
+    words = need(cmd, 2, 22)
+    user = await ctx.auth(words[0], words[1])
+    title = game_title(cmd.game_type)
+    if len(words) == 2:
+        user.notify_all = not user.notify_all
+        notice(ctx, f"{title} notify", f"Mail on every game end is now {'on' if user.notify_all else 'off'} for {user.userid}.")
+        return
+    lines = []
+    for word in words[2:]:
+        game, _ = await load_game(ctx, cmd, word, lock=False)
+        row = await ctx.uow.watchers.notifier(game.id, user.id)
+        if row is None:
+            ctx.uow.watchers.add(Notifier(game_id=game.id, user_id=user.id))
+            lines.append(f"Board {game.board_number}: you will be told when it ends.")
+        else:
+            await ctx.uow.watchers.remove(row)
+            lines.append(f"Board {game.board_number}: no longer notified.")
+    notice(ctx, f"{title} notify", *lines)
+
+
+# ------------------------------------------------------- challenge preferences
+@handler("accept", game=True, usage="accept USERID PASSWORD  (accept challenges)")
+async def accept_challenges(ctx: Ctx, cmd: Command) -> None:
+    words = need(cmd, 2, 2)
+    user = await ctx.auth(words[0], words[1])
+    user.accept_challenges = True
+    notice(ctx, f"{ctx.server_name}: challenges", f"{user.userid} accepts challenges again.")
+
+
+@handler("reject", game=True, usage="reject USERID PASSWORD  (refuse challenges)")
+async def reject_challenges(ctx: Ctx, cmd: Command) -> None:
+    words = need(cmd, 2, 2)
+    user = await ctx.auth(words[0], words[1])
+    user.accept_challenges = False
+    notice(ctx, f"{ctx.server_name}: challenges", f"{user.userid} no longer accepts challenges.")
+
+
+@handler("limit", game=True, usage="limit USERID PASSWORD [n|inf|0]")
+async def limit(ctx: Ctx, cmd: Command) -> None:
+    words = need(cmd, 2, 3)
+    user = await ctx.auth(words[0], words[1])
+    if len(words) == 3:
+        value = words[2].lower()
+        if value in ("inf", "none", "unlimited"):
+            user.challenge_limit = None
+        elif value.isdigit() and int(value) <= 10_000:
+            user.challenge_limit = int(value)
+        else:
+            raise CommandError(f"'{value[:20]}' is not a limit: give a number of games, inf, or 0", usage_of(cmd))
+    shown = "no limit" if user.challenge_limit is None else f"{user.challenge_limit} active games"
+    notice(ctx, f"{ctx.server_name}: limit", f"Challenge limit of {user.userid}: {shown}.")
+
+
+@handler("seek", game=True, usage="seek USERID PASSWORD n")
+async def seek(ctx: Ctx, cmd: Command) -> None:
+    words = need(cmd, 3, 3)
+    user = await ctx.auth(words[0], words[1])
+    if not words[2].isdigit() or int(words[2]) > 100:
+        raise CommandError(f"'{words[2][:20]}' is not a number of games (0-100)", usage_of(cmd))
+    user.seek = int(words[2])
+    notice(ctx, f"{ctx.server_name}: seek", f"{user.userid} seeks {user.seek} more games; it shows in the standings.")
+
+
+@handler("vacation", game=True, usage="vacation USERID PASSWORD on|off")
+async def vacation(ctx: Ctx, cmd: Command) -> None:
+    words = need(cmd, 3, 3)
+    user = await ctx.auth(words[0], words[1])
+    value = words[2].lower()
+    if value not in ("on", "off"):
+        raise CommandError("vacation is 'on' or 'off'", usage_of(cmd))
+    user.vacation = value == "on"
+    notice(ctx, f"{ctx.server_name}: vacation", f"Vacation for {user.userid} is {value}: "
+           + ("no nags and no forfeits until you turn it off." if user.vacation else "timers run again."))  # fmt: skip

@@ -1,0 +1,250 @@
+"""Commands that only read (COMMANDS.md §3): show, showas, games, standings,
+history, preview, help, list.  Every answer goes to the sender only."""
+
+from __future__ import annotations
+
+from ..commands import Command
+from ..render import GameView
+from ..rules import NotationError, format_move, parse_move, start_position, variant_for_players
+from ..store import Game, User
+from .accounts import HELP_TOPICS, help_values, need
+from .boards import board_size, game_view, load_game, position, replay, seat_of, to_move_name
+from .core import CommandError, Ctx, game_title, handler, usage_of
+
+SELECTORS = ("active", "inactive", "next", "all")
+MAX_BOARDS = 50
+
+
+def _select(games: list[Game], selector: str, users: list[User]) -> list[Game]:
+    ids = {u.id for u in users}
+    out = []
+    for game in games:
+        if selector == "active" and game.status != "active":
+            continue
+        if selector == "inactive" and game.status == "active":
+            continue
+        if selector == "next":
+            if game.status != "active":
+                continue
+            army = position(game).to_move
+            if not any(s.seat == army and s.user_id in ids for s in game.seats):
+                continue
+        out.append(game)
+    return out
+
+
+async def _views(ctx: Ctx, games: list[tuple[Game, int | None]], viewer: User | None = None) -> list[GameView]:
+    views = []
+    for game, at in games:
+        if at is not None and not 0 <= at <= game.ply:
+            raise CommandError(f"board {game.board_number} has {game.ply} plies; there is no ply {at}", game_type=game.game_type)
+        seat = seat_of(game, viewer) if viewer else None
+        views.append(await game_view(ctx, game, last_rounds=None, upto=at, viewer=seat))
+    return views
+
+
+def _reply_summaries(ctx: Ctx, game_type: str | None, games: list[tuple[Game, int | None]], views: list[GameView]) -> None:
+    if len(games) == 1:
+        game = games[0][0]
+        subject = f"{game_title(game.game_type)} Board {game.board_number} {to_move_name(game)}"
+    else:
+        subject = f"{game_title(game_type)} summaries ({len(games)} boards)"
+    ctx.reply(subject, "summary.txt", games=views)
+
+
+async def show_users(ctx: Ctx, game_type: str | None, userids: list[str], selector: str, viewer: User | None = None) -> None:
+    found = await ctx.uow.users.get_many(userids)
+    missing = [u for u in userids if u.lower() not in found]
+    if missing:
+        raise CommandError(f"no such user: {', '.join(m[:32] for m in missing)}", game_type=game_type)
+    users = list(found.values())
+    games = _select(await ctx.uow.games.for_users([u.id for u in users], game_type), selector, users)
+    if not games:
+        raise CommandError(f"{', '.join(sorted(found))} has no {selector} boards", game_type=game_type)
+    chosen = [(g, None) for g in games[:MAX_BOARDS]]
+    _reply_summaries(ctx, game_type, chosen, await _views(ctx, chosen, viewer))  # type: ignore[arg-type]
+
+
+async def _show(ctx: Ctx, cmd: Command, words: list[str], viewer: User | None = None) -> None:
+    selector = "active"
+    if words and words[-1].lower() in SELECTORS and not words[-1].isdigit():
+        selector = words[-1].lower()
+        words = words[:-1]
+    if not words:
+        raise CommandError("name a board or a user", usage_of(cmd))
+    if all(w.split("#")[0].isdigit() for w in words):
+        games: list[tuple[Game, int | None]] = []
+        for word in words[:MAX_BOARDS]:
+            games.append(await load_game(ctx, cmd, word, lock=False))
+        _reply_summaries(ctx, cmd.game_type, games, await _views(ctx, games, viewer))
+        return
+    await show_users(ctx, cmd.game_type, words, selector, viewer)
+
+
+@handler("show", game=True, usage="show BOARD[#k] ... | show USERID ... [active|inactive|next|all]")
+async def show(ctx: Ctx, cmd: Command) -> None:
+    await _show(ctx, cmd, need(cmd, 1, MAX_BOARDS + 1))
+
+
+@handler("showas", game=True, usage="showas USERID PASSWORD BOARD ... | showas USERID PASSWORD [active|inactive|next|all]")
+async def showas(ctx: Ctx, cmd: Command) -> None:
+    words = need(cmd, 2, MAX_BOARDS + 2)
+    user = await ctx.auth(words[0], words[1])
+    rest = words[2:] or ["active"]
+    if rest[0].lower() in SELECTORS:
+        await show_users(ctx, cmd.game_type, [user.userid], rest[0].lower(), viewer=user)
+        return
+    await _show(ctx, cmd, rest, viewer=user)
+
+
+async def games_table(ctx: Ctx, game_type: str, userids: list[str], selector: str) -> None:
+    title = game_title(game_type)
+    if userids:
+        found = await ctx.uow.users.get_many(userids)
+        missing = [u for u in userids if u.lower() not in found]
+        if missing:
+            raise CommandError(f"no such user: {', '.join(m[:32] for m in missing)}", game_type=game_type)
+        users = list(found.values())
+        games = _select(await ctx.uow.games.for_users([u.id for u in users], game_type), selector, users)
+        heading = f"{title} boards of {', '.join(sorted(found))} ({selector})"
+    else:
+        if selector == "next":
+            raise CommandError("'next' needs a userid: games USERID next", game_type=game_type)
+        games = await ctx.uow.games.active_of_type(game_type) if selector == "active" else []
+        if selector != "active":
+            games = [g for g in await ctx.uow.games.for_users([u.id for u in await ctx.uow.users.all_active()], game_type)]
+            games = _select(games, selector, [])
+        heading = f"{title} boards ({selector})"
+    rows: list[dict[str, object]] = []
+    for game in games:
+        players = " ".join(s.user.userid + ("*" if game.status == "active" and position(game).to_move == s.seat else "")
+                           for s in game.seats)  # fmt: skip
+        status = {"active": "to move: " + to_move_name(game), "removed": "removed"}.get(game.status, game.result or game.status)
+        rows.append(
+            {"board": game.board_number, "game_type": game.game_type, "plies": game.ply, "players": players, "status": status}
+        )
+    width = max([7, *(len(str(r["players"])) for r in rows)])
+    ctx.reply(f"{title} games", "games.txt", title=heading, rows=rows, players_width=width)
+
+
+@handler("games", game=True, usage="games [USERID ...] [active|inactive|next|all]")
+async def games(ctx: Ctx, cmd: Command) -> None:
+    words = list(cmd.words)
+    selector = "active"
+    if words and words[-1].lower() in SELECTORS:
+        selector = words.pop().lower()
+    await games_table(ctx, cmd.game_type or "terrace", words, selector)
+
+
+@handler("list", game=True, usage="list")
+async def list_game(ctx: Ctx, cmd: Command) -> None:
+    await games_table(ctx, cmd.game_type or "terrace", [], "active")
+
+
+@handler("standings", game=True, usage="standings")
+async def standings(ctx: Ctx, cmd: Command) -> None:
+    game_type = cmd.game_type or "terrace"
+    table = await ctx.uow.ratings.table(game_type)
+    established: list[dict[str, object]] = []
+    provisional: list[dict[str, object]] = []
+    for rating, user in table:
+        if user.password_hash.startswith("!"):
+            continue
+        row = {
+            "userid": user.userid,
+            "rating": round(rating.rating),
+            "won": rating.won,
+            "lost": rating.lost,
+            "tied": rating.tied,
+            "active": await ctx.uow.games.count_active_for_user(user.id),
+            "limit": "inf" if user.challenge_limit is None else user.challenge_limit,
+        }
+        (provisional if rating.provisional else established).append(row)
+    for rows in (established, provisional):
+        for i, row in enumerate(rows):
+            row["rank"] = i + 1
+    sections = [{"name": "Established", "rows": established}, {"name": "Provisional (fewer than 20 games)", "rows": provisional}]
+    ctx.reply(f"{game_title(game_type)} standings", "standings.txt", title=game_title(game_type), sections=sections)
+
+
+@handler("history", game=True, usage="history")
+async def history(ctx: Ctx, cmd: Command) -> None:
+    game_type = cmd.game_type or "terrace"
+    rows = [
+        {"finished": h.finished_at.strftime("%Y-%m-%d"), "board": h.board_number, "players": " vs ".join(h.players),
+         "result": h.result, "plies": h.plies}
+        for h in await ctx.uow.history.recent(game_type)
+    ]  # fmt: skip
+    ctx.reply(f"{game_title(game_type)} history", "history.txt", title=game_title(game_type), rows=rows)
+
+
+@handler("help", game=True, usage="help")
+async def game_help(ctx: Ctx, cmd: Command) -> None:
+    game_type = cmd.game_type or "terrace"
+    ctx.reply(f"{game_title(game_type)} help", HELP_TOPICS["terrace"], **help_values(ctx, game_type))
+
+
+@handler("preview", game=True, usage="preview BOARD[#k] MOVE ... | preview new PLAYERS [-long|-medium|-short|-master] MOVE ...")
+async def preview(ctx: Ctx, cmd: Command) -> None:
+    words = need(cmd, 1, 200)
+    game_type = cmd.game_type or "terrace"
+    n = board_size(game_type)
+    title = game_title(game_type)
+    if words[0].lower() == "new":
+        if len(words) < 2 or words[1] not in ("2", "3", "4"):
+            raise CommandError("'preview new' needs the number of players (2, 3 or 4)", usage_of(cmd), game_type=game_type)
+        try:
+            variant = variant_for_players(int(words[1]), cmd.params[0] if cmd.params else None)
+            pos = start_position(variant, n)
+        except ValueError as exc:
+            raise CommandError(str(exc), usage_of(cmd), game_type=game_type) from None
+        moves_text = words[2:]
+        names = [f"player{i}" for i in range(1, int(words[1]) + 1)]
+        game = None
+        what = f"a new {words[1]}-player board ({variant})"
+    else:
+        game, at = await load_game(ctx, cmd, words[0], lock=False)
+        if at is not None and not 0 <= at <= game.ply:
+            raise CommandError(f"board {game.board_number} has {game.ply} plies; there is no ply {at}", game_type=game_type)
+        pos = replay(game, await ctx.uow.moves.of_game(game.id), at) if at is not None else position(game)
+        moves_text = words[1:]
+        names = [s.user.userid for s in game.seats]
+        variant = game.variant
+        what = f"board {game.board_number}" + (f" from ply {at}" if at is not None else "")
+    notes = []
+    played: list[tuple[int, str]] = []
+    for text in moves_text:
+        if pos.outcome() is not None:
+            raise CommandError(f"{text[:40]}: the game is over before this move", usage_of(cmd), game_type=game_type)
+        army = pos.to_move
+        try:
+            mv = parse_move(pos, text)
+        except NotationError as exc:
+            raise CommandError(str(exc), usage_of(cmd), game_type=game_type) from None
+        canonical = format_move(pos, mv)
+        played.append((army, canonical))
+        pos = pos.play(mv)
+    if played:
+        notes.append("Moves tried: " + ", ".join(f"{names[a - 1] if a <= len(names) else a} {m}" for a, m in played))
+    outcome = pos.outcome()
+    if outcome is not None:
+        who = names[outcome.winner - 1] if outcome.winner else None
+        notes.append(f"The game would be over: {who + ' wins' if who else 'draw'} ({outcome.reason}).")
+    from ..render import PlayerView, move_table
+    from ..rules import render_board
+    from .boards import army_letters
+
+    rows, _, width = move_table(names, played)
+    status = [f"{names[pos.to_move - 1]} would be to move."] if outcome is None else []
+    view = GameView(
+        title=title,
+        board_number=game.board_number if game else 0,
+        variant=variant,
+        players=[PlayerView(nm, i + 1, army_letters(i + 1)) for i, nm in enumerate(names)],
+        status_lines=status + [line for line in pos.announcements()],
+        move_header=names,
+        move_rows=rows,
+        board=render_board(pos),
+        col_width=width,
+    )
+    ctx.reply(f"{title} preview", "preview.txt", game=view, what=what, notes=notes)

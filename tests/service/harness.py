@@ -1,0 +1,105 @@
+"""Drive the server the way ``pbmserv-terrace handle --print`` does: raw RFC 5322
+bytes in, an mbox of replies out (parsed back with :mod:`mailbox`)."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import itertools
+import mailbox
+import tempfile
+from dataclasses import dataclass
+from email.message import EmailMessage
+from email.utils import make_msgid
+from pathlib import Path
+
+from pbmserv_terrace.config import load_config
+from pbmserv_terrace.pipe import handle_raw
+from pbmserv_terrace.service import HandleResult
+from pbmserv_terrace.store import Database
+
+SERVER = "pbmserv@terrace.test"
+
+
+@dataclass
+class Reply:
+    to: str
+    subject: str
+    body: str
+    headers: dict[str, str]
+
+
+def raw_mail(
+    sender: str, subject: str, body: str = "", *, message_id: str | None = None, extra: dict[str, str] | None = None
+) -> bytes:
+    msg = EmailMessage()
+    msg["From"] = sender
+    msg["To"] = SERVER
+    msg["Subject"] = subject
+    msg["Message-ID"] = message_id or make_msgid(domain="players.test")
+    for k, v in (extra or {}).items():
+        msg[k] = v
+    msg.set_content(body or "\n")
+    return bytes(msg)
+
+
+class Harness:
+    """A server on a fresh SQLite (or the given URL) and one event loop."""
+
+    _ids = itertools.count(1)
+
+    def __init__(self, url: str | None = None) -> None:
+        self.tmp = tempfile.TemporaryDirectory()
+        url = url or f"sqlite+aiosqlite:///{Path(self.tmp.name) / 'h.db'}"
+        self.config = load_config(
+            None,
+            {
+                "PBMSERV_DATABASE_URL": url,
+                "PBMSERV_ADDRESS": SERVER,
+                "PBMSERV_IMAP_FAILED_FOLDER": str(Path(self.tmp.name) / "failed"),
+            },
+        )
+        self.loop = asyncio.new_event_loop()
+        self.db = Database(url)
+        self.last: HandleResult | None = None
+
+    def close(self) -> None:
+        self.loop.run_until_complete(self.db.close())
+        self.loop.close()
+        self.tmp.cleanup()
+
+    def raw(self, data: bytes) -> list[Reply]:
+        out = io.BytesIO()
+        self.last = self.loop.run_until_complete(handle_raw(self.config, data, print_to=out, db=self.db))
+        with tempfile.NamedTemporaryFile(suffix=".mbox") as f:
+            f.write(out.getvalue())
+            f.flush()
+            box = mailbox.mbox(f.name)
+            replies = [
+                Reply(
+                    m["To"],
+                    str(m["Subject"]),
+                    m.get_payload(decode=True).decode("utf-8"),
+                    {k.lower(): str(v) for k, v in m.items()},
+                )
+                for m in box
+            ]
+            box.close()
+        return replies
+
+    def send(self, sender: str, subject: str, body: str = "", **kw: object) -> list[Reply]:
+        if "@" not in sender:
+            sender = f"{sender}@players.test"
+        return self.raw(raw_mail(sender, subject, body, **kw))  # type: ignore[arg-type]
+
+    def signup(self, *names: str) -> None:
+        for name in names:
+            replies = self.send(name, f"signup {name} pw-{name}")
+            assert len(replies) == 1 and "Welcome" in replies[0].body, replies
+
+    def move(self, board: int, user: str, move: str, body: str = "", game: str = "terrace") -> list[Reply]:
+        return self.send(user, f"{game} move {board} {user} pw-{user} {move}", body)
+
+
+def to(replies: list[Reply]) -> list[str]:
+    return sorted(r.to for r in replies)
