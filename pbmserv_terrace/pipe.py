@@ -8,6 +8,7 @@ handler is saved to the ``failed`` directory and logged: never dropped.
 
 from __future__ import annotations
 
+import email.policy
 import logging
 import mailbox
 import os
@@ -37,12 +38,18 @@ def save_failed(raw: bytes, directory: str | Path, reason: str) -> Path:
     return path
 
 
-async def handle_raw(config: Config, raw: bytes, *, print_to: BinaryIO | None = None, db: Database | None = None) -> HandleResult:
-    own_db = db is None
-    db = db or Database(config.server.database_url)
-    try:
+async def handle_raw(
+    config: Config, raw: bytes, *, print_to: BinaryIO | None = None, service: Service | None = None
+) -> HandleResult:
+    """What ``handle`` does with one raw mail.  A long-lived caller (tests, benches)
+    passes its own ``service`` on a migrated database; otherwise one is made here."""
+    own_db = service is None
+    if service is None:
+        db = Database(config.server.database_url)
         await db.migrate()
         service = Service(db, config)
+    db = service.db
+    try:
         try:
             result = await service.handle_mail(parse_message(raw))
         except Exception as exc:
@@ -70,7 +77,7 @@ async def print_replies(db: Database, config: Config, message_ids: list[str], ou
             path = Path(tmp) / "out.mbox"
             box = mailbox.mbox(path)
             for row in rows:
-                msg = mailbox.mboxMessage(to_email(row, config))
+                msg = mailbox.mboxMessage(to_email(row, config).as_bytes(policy=email.policy.default))
                 msg.set_from(config.server.address)
                 box.add(msg)
                 row.state = "printed"

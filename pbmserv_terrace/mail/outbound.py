@@ -8,6 +8,7 @@ permanent rejections are recorded as ``failed`` at once.
 from __future__ import annotations
 
 import asyncio
+import email.policy
 import logging
 import mailbox
 from dataclasses import dataclass
@@ -59,7 +60,7 @@ class MaildirDelivery:
     async def deliver(self, message: EmailMessage, recipient: str) -> None:
         def write() -> None:
             box = mailbox.Maildir(self.folder(recipient), create=True)
-            box.add(message)
+            box.add(message.as_bytes(policy=email.policy.default))  # LF line ends on disk
             box.close()
 
         await asyncio.to_thread(write)

@@ -148,9 +148,8 @@ async def resign_seat(ctx: Ctx, game: Game, seat: Seat, pos: Position, how: str 
     others = [s for s in game.seats if s.active]
     if len(pos.armies()) == 2:
         winner = others[0] if others else None
-        await finish(
-            ctx, game, winner.seat if winner else None, f"{seat.user.userid} {'resigned' if how == RESIGN else 'forfeited'}"
-        )
+        why = f"{seat.user.userid} {'resigned' if how == RESIGN else 'forfeited'}"
+        await finish(ctx, game, winner.seat if winner else None, f"{winner.user.userid} wins ({why})" if winner else why)
         return pos.without_army(seat.seat), notes
     after = pos.without_army(seat.seat)
     game.position = format_tpn(after)

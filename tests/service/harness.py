@@ -15,7 +15,7 @@ from pathlib import Path
 
 from pbmserv_terrace.config import load_config
 from pbmserv_terrace.pipe import handle_raw
-from pbmserv_terrace.service import HandleResult
+from pbmserv_terrace.service import HandleResult, Service
 from pbmserv_terrace.store import Database
 
 SERVER = "pbmserv@terrace.test"
@@ -61,6 +61,8 @@ class Harness:
         )
         self.loop = asyncio.new_event_loop()
         self.db = Database(url)
+        self.loop.run_until_complete(self.db.migrate())
+        self.service = Service(self.db, self.config)
         self.last: HandleResult | None = None
 
     def close(self) -> None:
@@ -70,7 +72,7 @@ class Harness:
 
     def raw(self, data: bytes) -> list[Reply]:
         out = io.BytesIO()
-        self.last = self.loop.run_until_complete(handle_raw(self.config, data, print_to=out, db=self.db))
+        self.last = self.loop.run_until_complete(handle_raw(self.config, data, print_to=out, service=self.service))
         with tempfile.NamedTemporaryFile(suffix=".mbox") as f:
             f.write(out.getvalue())
             f.flush()
@@ -103,3 +105,19 @@ class Harness:
 
 def to(replies: list[Reply]) -> list[str]:
     return sorted(r.to for r in replies)
+
+
+def set_position(h: Harness, board: int, tpn: str, game_type: str = "terrace") -> None:
+    """Test fixture: give a board a constructed position (as its new start)."""
+    from pbmserv_terrace.store import UnitOfWork
+
+    async def run() -> None:
+        async with UnitOfWork(h.db) as uow:
+            game = await uow.games.get(game_type, board, lock=True)
+            assert game is not None
+            game.position = game.start_position = tpn
+            game.ply = 0
+            await uow.moves.delete_from(game.id, 1)
+            await uow.commit()
+
+    h.loop.run_until_complete(run())
