@@ -212,7 +212,8 @@ def build_message(
     if in_reply_to:
         msg["In-Reply-To"] = in_reply_to
         msg["References"] = in_reply_to
-    msg.set_content(body, charset="utf-8")
+    # quoted-printable keeps non-ASCII replies readable in any mail client's source view
+    msg.set_content(body, charset="utf-8", cte="7bit" if body.isascii() else "quoted-printable")
     return msg
 
 

@@ -263,14 +263,17 @@ class Service:
         return queued
 
     def _merge_for_sender(self, ctx: Ctx, mails: list[Mail]) -> list[Mail]:
+        """For ``multiple``: everything addressed to the sender becomes one reply;
+        the other recipients of a mail still get it as usual."""
         sender = ctx.mail.sender.lower()
         parts: list[dict[str, str]] = []
         others: list[Mail] = []
         for mail in mails:
-            if mail.for_sender or [a.lower() for a in mail.to] == [sender]:
+            rest = [a for a in mail.to if a.lower() != sender]
+            if mail.for_sender or len(rest) < len(mail.to):
                 parts.append({"command": mail.subject, "body": mail.body.rstrip("\n")})
-            else:
-                others.append(mail)
+            if rest and not mail.for_sender:
+                others.append(Mail(rest, mail.subject, mail.body))
         if not parts:
             return others
         body = render("multiple.txt", parts=parts)

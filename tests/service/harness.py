@@ -4,12 +4,12 @@ bytes in, an mbox of replies out (parsed back with :mod:`mailbox`)."""
 from __future__ import annotations
 
 import asyncio
+import base64
 import io
 import itertools
 import mailbox
 import tempfile
 from dataclasses import dataclass
-from email.message import EmailMessage
 from email.utils import make_msgid
 from pathlib import Path
 
@@ -32,15 +32,25 @@ class Reply:
 def raw_mail(
     sender: str, subject: str, body: str = "", *, message_id: str | None = None, extra: dict[str, str] | None = None
 ) -> bytes:
-    msg = EmailMessage()
-    msg["From"] = sender
-    msg["To"] = SERVER
-    msg["Subject"] = subject
-    msg["Message-ID"] = message_id or make_msgid(domain="players.test")
-    for k, v in (extra or {}).items():
-        msg[k] = v
-    msg.set_content(body or "\n")
-    return bytes(msg)
+    """A plain-text mail as a client writes it; odd subjects become RFC 2047 words."""
+    if subject.isascii() and subject.isprintable():
+        subj = subject
+    else:
+        data = subject.encode("utf-8", "surrogatepass")
+        subj = " ".join(f"=?utf-8?b?{base64.b64encode(data[i : i + 45]).decode()}?=" for i in range(0, len(data), 45))
+    headers = {
+        "From": sender,
+        "To": SERVER,
+        "Subject": subj,
+        "Message-ID": message_id or make_msgid(domain="players.test"),
+        "MIME-Version": "1.0",
+        "Content-Type": 'text/plain; charset="utf-8"',
+        "Content-Transfer-Encoding": "base64",
+        **(extra or {}),
+    }
+    head = "".join(f"{k}: {v}\r\n" for k, v in headers.items())
+    payload = base64.encodebytes((body or "\n").encode("utf-8", "surrogatepass")).decode().replace("\n", "\r\n")
+    return (head + "\r\n" + payload).encode("ascii")
 
 
 class Harness:
@@ -81,7 +91,7 @@ class Harness:
                 Reply(
                     m["To"],
                     str(m["Subject"]),
-                    m.get_payload(decode=True).decode("utf-8"),
+                    m.get_payload(decode=True).decode("utf-8").replace("\r\n", "\n"),
                     {k.lower(): str(v) for k, v in m.items()},
                 )
                 for m in box

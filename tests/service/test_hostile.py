@@ -1,0 +1,107 @@
+"""Hostile and random input: handled as data, answered or refused cleanly, and an
+invalid command changes nothing (COMMANDS.md §1, issue 4)."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from sqlalchemy import select
+
+from pbmserv_terrace.store import Game, MoveRecord, Notifier, Rating, Seat, Subscription, User
+
+from .harness import Harness, raw_mail, to
+
+
+@pytest.fixture
+def h():
+    harness = Harness()
+    harness.signup("ann", "ben")
+    harness.send("ann", "terrace challenge ann ben")
+    yield harness
+    harness.close()
+
+
+def snapshot(h: Harness) -> list:
+    """Every table a command may change, except the outbox and processed ids."""
+
+    async def run():
+        out = []
+        async with h.db.session() as s:
+            for model in (User, Game, Seat, MoveRecord, Subscription, Notifier, Rating):
+                rows = (await s.execute(select(model))).scalars().all()
+                cols = [c.key for c in model.__table__.columns]
+                out.append(sorted(tuple(repr(getattr(r, c)) for c in cols) for r in rows))
+        return out
+
+    return h.loop.run_until_complete(run())
+
+
+def test_template_syntax_in_comment_is_printed_as_written(h):
+    text = "{{ 7*7 }} {% for x in y %} ${HOME} <script>"
+    r = h.move(101, "ann", "d2-e3", text)
+    assert text in r[0].body and "49" not in r[0].body
+
+
+def test_header_injection_in_subject_and_addresses(h):
+    r = h.raw(raw_mail("ann@players.test", "=?utf-8?q?help=0D=0ABcc:_victim@else.test?="))
+    assert to(r) == ["ann@players.test"] and "bcc" not in r[0].headers
+    r = h.send("eve", "signup eve pw eve@x.test\r\nBcc:victim@else.test")
+    assert all("victim" not in x.to for x in r)
+    evil = b"From: ann@players.test\r\nBcc: victim@else.test\r\nSubject: help\r\nMessage-ID: <inj@x>\r\n\r\nhi\r\n"
+    r = h.raw(evil)
+    assert to(r) == ["ann@players.test"]
+
+
+def test_huge_body_and_huge_subject(h):
+    before = snapshot(h)
+    r = h.send("ann", " ".join(["word"] * 10_000))
+    assert len(r) == 1 and "at most 200 words" in r[0].body
+    assert snapshot(h) == before
+    r = h.move(101, "ann", "d2-e3", "x" * 1_000_000)
+    assert to(r) == ["ann@players.test", "ben@players.test"] and len(r[0].body) < 30_000
+
+
+def test_nul_bytes_are_removed(h):
+    r = h.raw(b"From: ann@players.test\r\nSubject: terrace show\x00 101\r\nMessage-ID: <nul@x>\r\n\r\nbody\x00text\r\n")
+    assert len(r) == 1 and "Summary of Terrace Board 101" in r[0].body
+
+
+def test_garbage_bytes_do_not_crash(h):
+    for i, junk in enumerate(
+        [
+            b"",
+            b"\xff\xfe\x00garbage",
+            b"Subject: help\r\n\r\n",
+            b"From: <>\r\n\r\n",
+            b"From: a@b\r\nContent-Type: multipart/mixed\r\n\r\n--x",
+        ]
+    ):
+        h.raw(junk + f"\r\nMessage-ID: <g{i}@x>".encode())
+        assert h.last.status != "failed"
+
+
+WORDS = ["terrace", "terrace6x6", "move", "show", "challenge", "resign", "queue", "submit", "confirm", "propose", "accept",
+         "reject", "undo", "101", "102", "101#1", "ann", "ben", "pw-ann", "pw-ben", "nobody", "d2-e3", "e7-d6", "x9-z0",
+         "-short", "-huge", "--nagtime=2", "--x=", "**", "Re:", "help", "games", "list", "preview", "new", "2", "chat",
+         "subscribe", "notify", "limit", "seek", "vacation", "on", "signup", "change", "password", "all", "#", "{{", "'", ":"]  # fmt: skip
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(
+    subject=st.lists(st.one_of(st.sampled_from(WORDS), st.text(max_size=12)), max_size=8).map(" ".join),
+    body=st.text(max_size=400),
+)
+def test_random_mail_never_crashes_and_invalid_changes_nothing(h, subject, body):
+    before = snapshot(h)
+    replies = h.send("ann", subject, body)
+    result = h.last
+    assert result.status in ("ok", "error", "ignored"), result
+    if result.status == "error":
+        assert snapshot(h) == before
+        assert to(replies) == ["ann@players.test"]
+    # one reply per recipient (each address gets one mail per command)
+    counts = Counter(r.to for r in replies)
+    assert all(c == 1 for c in counts.values()), counts
