@@ -41,3 +41,34 @@ def test_board_bad_position_is_a_clear_error():
     out = run("board", "--position", "DDCC/xx 1")
     assert out.returncode == 2
     assert "error:" in out.stderr and "Traceback" not in out.stderr
+
+
+def _eml(sender: str, subject: str, mid: str) -> bytes:
+    return f"From: {sender}\r\nTo: pbmserv@club.test\r\nSubject: {subject}\r\nMessage-ID: <{mid}@t>\r\n\r\nhello\r\n".encode()
+
+
+def test_handle_pipe_mode_print_and_maildir(tmp_path):
+    import mailbox
+    import os
+
+    env = {**os.environ, "PBMSERV_DATABASE_URL": f"sqlite:///{tmp_path}/club.db", "PBMSERV_ADDRESS": "pbmserv@club.test"}
+
+    def handle(data: bytes, *flags: str) -> subprocess.CompletedProcess[bytes]:
+        return subprocess.run([sys.executable, "-m", "pbmserv_terrace", "handle", *flags], input=data, capture_output=True,
+                              env=env, cwd=tmp_path, timeout=120)  # fmt: skip
+
+    out = handle(_eml("ann@x.test", "signup ann pw", "1"), "--print")
+    assert out.returncode == 0, out.stderr
+    (tmp_path / "out.mbox").write_bytes(out.stdout)
+    box = mailbox.mbox(tmp_path / "out.mbox")
+    msgs = list(box)
+    assert len(msgs) == 1 and msgs[0]["To"] == "ann@x.test" and "Welcome" in msgs[0].get_payload()
+    assert b"result=ok" in out.stderr
+    # without --print the reply is delivered: here into the embedded default's Maildir
+    out = handle(_eml("ben@x.test", "signup ben pw", "2"))
+    assert out.returncode == 0 and out.stdout == b""
+    inbox = mailbox.Maildir(tmp_path / "maildirs" / "ben@x.test", create=False)
+    assert [m["Subject"] for m in inbox] == ["PBM Server: signup ben"]
+    # the same mail again is a no-op
+    out = handle(_eml("ben@x.test", "signup ben pw", "2"))
+    assert b"result=duplicate" in out.stderr and len(list(inbox)) == 1

@@ -60,9 +60,31 @@ def _part_text(part: Message) -> str:
         return ""
     charset = part.get_content_charset() or "us-ascii"
     try:
-        return payload.decode(charset, errors="replace")
+        text = payload.decode(charset, errors="replace")
     except LookupError:  # unknown charset name
-        return payload.decode("latin-1", errors="replace")
+        text = payload.decode("latin-1", errors="replace")
+    if part.get_param("format", "").lower() == "flowed":
+        text = unflow(text, delsp=part.get_param("delsp", "").lower() == "yes")
+    return text
+
+
+def unflow(text: str, *, delsp: bool = False) -> str:
+    """Undo RFC 3676 format=flowed: a line ending in a space continues on the next
+    (quote depth and the signature line "-- " are respected)."""
+    out: list[str] = []
+    pending: str | None = None
+    for raw in text.replace("\r\n", "\n").split("\n"):
+        line = raw[1:] if raw.startswith(" ") else raw  # space-stuffing
+        flowed = line.endswith(" ") and line != "-- "
+        if flowed and delsp:
+            line = line[:-1]
+        pending = line if pending is None else pending + line
+        if not flowed:
+            out.append(pending)
+            pending = None
+    if pending is not None:
+        out.append(pending)
+    return "\n".join(out)
 
 
 def _choose_text(msg: Message) -> str:

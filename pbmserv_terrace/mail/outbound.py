@@ -59,6 +59,7 @@ class MaildirDelivery:
 
     async def deliver(self, message: EmailMessage, recipient: str) -> None:
         def write() -> None:
+            self.root.mkdir(parents=True, exist_ok=True)
             box = mailbox.Maildir(self.folder(recipient), create=True)
             box.add(message.as_bytes(policy=email.policy.default))  # LF line ends on disk
             box.close()
