@@ -63,9 +63,14 @@ def _part_text(part: Message) -> str:
         text = payload.decode(charset, errors="replace")
     except LookupError:  # unknown charset name
         text = payload.decode("latin-1", errors="replace")
-    if part.get_param("format", "").lower() == "flowed":
-        text = unflow(text, delsp=part.get_param("delsp", "").lower() == "yes")
+    if _param(part, "format") == "flowed":
+        text = unflow(text, delsp=_param(part, "delsp") == "yes")
     return text
+
+
+def _param(part: Message, name: str) -> str:
+    value = part.get_param(name, "")
+    return value.lower() if isinstance(value, str) else ""
 
 
 def unflow(text: str, *, delsp: bool = False) -> str:
