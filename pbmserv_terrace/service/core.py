@@ -159,6 +159,12 @@ class Service:
         self.dummy_hash = _dummy_hash()
         from . import accounts, play, queries  # noqa: F401  (registers the handlers)
 
+    async def run_timers(self, now: datetime | None = None) -> int:
+        """Nags and forfeits that are due (see :mod:`.timers`)."""
+        from .timers import run_timers
+
+        return await run_timers(self, now or utcnow())
+
     async def handle_mail(self, mail: InboundMail, *, now: datetime | None = None) -> HandleResult:
         started = time.perf_counter()
         result = await self._handle(mail, now or utcnow())

@@ -131,3 +131,24 @@ def set_position(h: Harness, board: int, tpn: str, game_type: str = "terrace") -
             await uow.commit()
 
     h.loop.run_until_complete(run())
+
+
+def run_timers(h: Harness, days_later: float) -> list[Reply]:
+    """Run the scheduler as if ``days_later`` days had passed; the mails it queued."""
+    from datetime import timedelta
+
+    from sqlalchemy import select
+
+    from pbmserv_terrace.store import OutboxMessage, utcnow
+
+    async def run() -> list[Reply]:
+        await h.service.run_timers(utcnow() + timedelta(days=days_later))
+        async with h.db.session() as s:
+            rows = (await s.execute(select(OutboxMessage).where(OutboxMessage.state == "pending"))).scalars().all()
+            out = [Reply(r.recipient, r.subject, r.body, {}) for r in rows]
+            for r in rows:
+                r.state = "printed"
+            await s.commit()
+        return out
+
+    return h.loop.run_until_complete(run())
