@@ -40,7 +40,6 @@ async def _one(ctx: Ctx, game: Game) -> None:
     if seat.user.vacation:
         game.deadline_at = now + timedelta(days=1)  # look again tomorrow
         return
-    nag = float(game.options.get("nagtime", ctx.config.timers.nagtime))
     forfeit = float(game.options.get("forfeittime", ctx.config.timers.forfeittime))
     idle = now - game.last_move_at
     total = game.options.get("totaltime")
