@@ -12,6 +12,7 @@ import logging
 import sys
 from collections.abc import Callable, Sequence
 
+from .cli_server import CliError
 from .config import Config, ConfigError, load_config
 from .rules import NotationError, parse_tpn, render_board, start_position
 from .rules.perft import perft
@@ -103,21 +104,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--print", action="store_true", help="write the replies to stdout as an mbox; send nothing")
     p.set_defaults(handler=_cmd_handle)
 
-    for register in _EXTRA_COMMANDS:
-        register(sub)
+    from .cli_server import register
+
+    register(sub)
     return parser
-
-
-_EXTRA_COMMANDS: list[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], None]] = []
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    for noisy in ("mail.log", "alembic.runtime.migration", "aioimaplib.aioimaplib"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
     handler: Handler = args.handler
     try:
         return handler(args)
-    except UsageError as exc:
+    except (UsageError, CliError) as exc:
         print(f"pbmserv-terrace: error: {exc}", file=sys.stderr)
         return 2

@@ -75,6 +75,8 @@ class SmtpConfig:
     timeout: float = 30.0
     give_up_hours: float = 48.0
     """stop retrying a reply after this long"""
+    retry_base_seconds: float = 60.0
+    """first retry after this long, doubling each time (at most an hour)"""
 
 
 @dataclass

@@ -98,9 +98,9 @@ class SmtpDelivery:
             raise
 
 
-def backoff(attempts: int) -> timedelta:
-    """1 min, 2, 4, … capped at 1 hour."""
-    return timedelta(seconds=min(3600, 60 * 2 ** max(0, attempts - 1)))
+def backoff(attempts: int, base: float = 60.0) -> timedelta:
+    """base, 2·base, 4·base, … capped at 1 hour."""
+    return timedelta(seconds=min(3600.0, base * 2 ** max(0, attempts - 1)))
 
 
 @dataclass
@@ -149,7 +149,7 @@ async def _send_one(row: OutboxMessage, delivery: Delivery, config: Config, resu
             result.failed += 1
             log.error("giving up on reply %s to %s after %d attempts: %s", row.message_id, row.recipient, row.attempts, exc)
         else:
-            row.next_attempt_at = now + backoff(row.attempts)
+            row.next_attempt_at = now + backoff(row.attempts, config.smtp.retry_base_seconds)
             result.retried += 1
             log.warning(
                 "reply %s to %s: temporary failure (%s); retry at %s", row.message_id, row.recipient, exc, row.next_attempt_at

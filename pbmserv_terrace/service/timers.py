@@ -43,7 +43,7 @@ async def _one(ctx: Ctx, game: Game) -> None:
     forfeit = float(game.options.get("forfeittime", ctx.config.timers.forfeittime))
     idle = now - game.last_move_at
     total = game.options.get("totaltime")
-    out_of_time = bool(total) and seat.clock_seconds + idle.total_seconds() >= float(total) * 86400
+    out_of_time = total is not None and seat.clock_seconds + idle.total_seconds() >= float(total) * 86400
     if idle >= timedelta(days=forfeit) or out_of_time:
         reason = "used up the total time" if out_of_time else f"did not move for {forfeit:g} days"
         if game.ply < len(game.seats):

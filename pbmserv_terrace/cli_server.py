@@ -1,0 +1,208 @@
+"""CLI commands around the running server: serve, send, inbox, check-config, status."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import mailbox
+import signal
+import sys
+from email.message import EmailMessage
+from email.utils import formatdate, make_msgid
+
+from .config import Config, ConfigError, load_config
+from .mail.outbound import MaildirDelivery
+
+
+class CliError(Exception):
+    pass
+
+
+def _config(args: argparse.Namespace) -> Config:
+    try:
+        return load_config(getattr(args, "config", None))
+    except ConfigError as exc:
+        raise CliError(f"configuration: {exc}") from None
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from .server import Server
+
+    cfg = _config(args)
+
+    async def run() -> None:
+        server = Server(cfg)
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, server.stop)
+        await server.run()
+
+    asyncio.run(run())
+    return 0
+
+
+def cmd_send(args: argparse.Namespace) -> int:
+    import aiosmtplib
+
+    cfg = _config(args)
+    msg = EmailMessage()
+    msg["From"] = args.sender
+    msg["To"] = cfg.server.address
+    msg["Subject"] = args.subject
+    msg["Date"] = formatdate(localtime=True)
+    msg["Message-ID"] = make_msgid(domain=args.sender.rpartition("@")[2] or "localhost")
+    body = args.body if args.body is not None else ("" if sys.stdin.isatty() else sys.stdin.read())
+    msg.set_content(body or "\n")
+    if cfg.uses_smtp:
+        host, port, tls = cfg.smtp.host, cfg.smtp.port, cfg.smtp.tls
+        user, password = cfg.smtp.user or None, cfg.smtp.password or None
+    else:
+        host, port, tls, user, password = cfg.embedded.listen_host, cfg.embedded.listen_port, "none", None, None
+    try:
+        asyncio.run(
+            aiosmtplib.send(
+                msg,
+                hostname=host,
+                port=port,
+                use_tls=tls == "ssl",
+                start_tls=tls == "starttls",
+                username=user,
+                password=password,
+                timeout=60,
+            )
+        )
+    except (OSError, aiosmtplib.SMTPException) as exc:
+        raise CliError(f"could not hand the mail to {host}:{port}: {exc} (is `pbmserv-terrace serve` running?)") from None
+    print(f"sent to {cfg.server.address} via {host}:{port}: {args.subject}")
+    return 0
+
+
+def cmd_inbox(args: argparse.Namespace) -> int:
+    cfg = _config(args)
+    folder = MaildirDelivery(cfg.embedded.maildir_root).folder(args.address)
+    if not folder.exists():
+        raise CliError(f"no mail for {args.address} yet ({folder} does not exist)")
+    box = mailbox.Maildir(folder, create=False)
+    messages = sorted(box, key=lambda m: m.get_date())
+    if args.last:
+        messages = messages[-args.last :]
+    for i, msg in enumerate(messages):
+        if i:
+            print("\n" + "=" * 72 + "\n")
+        for header in ("From", "To", "Date", "Subject"):
+            print(f"{header}: {msg[header]}")
+        payload = msg.get_payload(decode=True)
+        text = payload.decode(msg.get_content_charset() or "utf-8", "replace") if isinstance(payload, bytes) else ""
+        print()
+        print(text.replace("\r\n", "\n").rstrip("\n"))
+    if not messages:
+        print(f"(no mail for {args.address})")
+    return 0
+
+
+def cmd_check_config(args: argparse.Namespace) -> int:
+    cfg = _config(args)
+    print(f"configuration from {cfg.source}: valid")
+    print(f"  server address  {cfg.server.address} ({cfg.server.name})")
+    problems = asyncio.run(_check_connections(cfg, args.offline))
+    for line in problems:
+        print(line)
+    return 1 if any(line.startswith("  FAIL") for line in problems) else 0
+
+
+async def _check_connections(cfg: Config, offline: bool) -> list[str]:
+    from .store import Database
+
+    out = []
+    db = Database(cfg.server.database_url)
+    try:
+        tables = await db.table_names()
+        state = "schema present" if "games" in tables else "empty (serve or migrate will create the schema)"
+        out.append(f"  ok    database {db.engine.url.render_as_string(hide_password=True)}: {state}")
+    except Exception as exc:
+        out.append(f"  FAIL  database: {exc}")
+    finally:
+        await db.close()
+    if not cfg.uses_imap:
+        out.append(f"  ok    embedded mail: SMTP listener on {cfg.embedded.listen_host}:{cfg.embedded.listen_port}, "
+                   f"replies into ./{cfg.embedded.maildir_root}/")  # fmt: skip
+        return out
+    if offline:
+        out.append("  skip  IMAP and SMTP connections (--offline)")
+        return out
+    from .mail.imap import connect
+
+    try:
+        client = await asyncio.wait_for(connect(cfg), 30)
+        await client.logout()
+        out.append(f"  ok    IMAP {cfg.imap.host}:{cfg.imap.port} ({cfg.imap.tls}) login as {cfg.imap.user}")
+    except Exception as exc:
+        out.append(f"  FAIL  IMAP {cfg.imap.host}:{cfg.imap.port}: {type(exc).__name__}: {exc}")
+    import aiosmtplib
+
+    try:
+        smtp = aiosmtplib.SMTP(hostname=cfg.smtp.host, port=cfg.smtp.port, use_tls=cfg.smtp.tls == "ssl",
+                               start_tls=cfg.smtp.tls == "starttls", timeout=30)  # fmt: skip
+        await smtp.connect()
+        if cfg.smtp.user:
+            await smtp.login(cfg.smtp.user, cfg.smtp.password)
+        await smtp.quit()
+        out.append(f"  ok    SMTP {cfg.smtp.host}:{cfg.smtp.port} ({cfg.smtp.tls})")
+    except Exception as exc:
+        out.append(f"  FAIL  SMTP {cfg.smtp.host}:{cfg.smtp.port}: {type(exc).__name__}: {exc}")
+    return out
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    """The health of a server: its /healthz when configured, and the database's view."""
+    import json
+    import urllib.request
+
+    from .store import Database, UnitOfWork
+
+    cfg = _config(args)
+    if cfg.server.health_port:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{cfg.server.health_port}/healthz", timeout=5) as resp:
+                print("serve: " + json.dumps(json.loads(resp.read())))
+        except OSError as exc:
+            print(f"serve: not answering on 127.0.0.1:{cfg.server.health_port} ({exc})")
+            return 1
+
+    async def db_view() -> str:
+        db = Database(cfg.server.database_url)
+        try:
+            async with UnitOfWork(db) as uow:
+                pending = await uow.outbox.pending_count()
+                failed = len(await uow.outbox.by_state("failed"))
+                active = {t: await uow.games.count_active(t) for t in ("terrace", "terrace6x6")}
+            return f"database: {pending} replies pending, {failed} failed; active boards {active}"
+        finally:
+            await db.close()
+
+    print(asyncio.run(db_view()))
+    return 0
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    def add(name: str, help_text: str) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=help_text)
+        p.add_argument("--config", help="TOML config file (default ./pbmserv.toml if present)")
+        return p
+
+    p = add("serve", "run the server (embedded default without [imap]/[smtp] settings)")
+    p.set_defaults(handler=cmd_serve)
+    p = add("send", "mail a command to the server (embedded listener or configured SMTP)")
+    p.add_argument("--from", dest="sender", required=True, help="your address")
+    p.add_argument("subject", help="the command, e.g. 'terrace show 101'")
+    p.add_argument("body", nargs="?", help="the message (default: standard input if it is not a terminal)")
+    p.set_defaults(handler=cmd_send)
+    p = add("inbox", "print the replies in a local Maildir (embedded default)")
+    p.add_argument("address")
+    p.add_argument("--last", type=int, default=0, help="only the last N mails")
+    p.set_defaults(handler=cmd_inbox)
+    p = add("check-config", "validate the configuration and try the database and mail connections")
+    p.add_argument("--offline", action="store_true", help="do not connect to IMAP/SMTP")
+    p.set_defaults(handler=cmd_check_config)
+    p = add("status", "health of the server and the database")
+    p.set_defaults(handler=cmd_status)

@@ -1,0 +1,62 @@
+"""The embedded default's inbound side: an SMTP listener on 127.0.0.1 (aiosmtpd).
+
+A mail is answered ``250`` only after its transaction committed (or, if a handler
+crashed, after the raw mail was saved to the ``failed`` directory), so a client
+that sees no ``250`` — because the server died mid-way — sends again, and the
+Message-ID check makes that second delivery a no-op: nothing lost, nothing twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from aiosmtpd.smtp import SMTP, Envelope, Session
+
+log = logging.getLogger("pbmserv.embedded")
+
+RawHandler = Callable[[bytes], Awaitable[None]]
+MAX_MESSAGE = 12 * 1024 * 1024
+
+
+class _Handler:
+    def __init__(self, handle: RawHandler) -> None:
+        self.handle = handle
+
+    async def handle_DATA(self, server: SMTP, session: Session, envelope: Envelope) -> str:
+        content = envelope.original_content or envelope.content
+        raw = content if isinstance(content, bytes) else str(content).encode("utf-8", "surrogateescape")
+        try:
+            await self.handle(raw)
+        except Exception:
+            log.exception("could not process a mail; asking the client to retry")
+            return "451 4.3.0 temporary failure, try again later"
+        return "250 2.0.0 OK: processed"
+
+
+class EmbeddedInbound:
+    """``start()`` listens; ``stop()`` stops accepting and waits for mails in hand."""
+
+    def __init__(self, host: str, port: int, handle: RawHandler) -> None:
+        self.host, self.port = host, port
+        self._handler = _Handler(handle)
+        self._server: asyncio.base_events.Server | None = None
+
+    async def start(self) -> None:
+        loop = asyncio.get_running_loop()
+
+        def factory() -> Any:
+            return SMTP(self._handler, data_size_limit=MAX_MESSAGE, enable_SMTPUTF8=True, hostname="pbmserv.local")
+
+        self._server = await loop.create_server(factory, host=self.host, port=self.port)
+        sock = self._server.sockets[0].getsockname()
+        self.port = int(sock[1])
+        log.info("embedded SMTP listener on %s:%d", self.host, self.port)
+
+    async def stop(self) -> None:
+        if self._server is not None:
+            self._server.close()
+            await self._server.wait_closed()
+            self._server = None

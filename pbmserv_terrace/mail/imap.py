@@ -1,0 +1,202 @@
+"""Inbound over IMAP (aioimaplib): every message in the inbox is a mail to process.
+
+Messages are taken in UID order.  Only after a mail's transaction has committed is
+it flagged ``\\Seen`` and moved to the ``processed`` folder; a mail whose handler
+crashed goes to ``failed``.  A crash between commit and move leaves the message
+in the inbox: the next pass sees its Message-ID as processed (a no-op) and moves
+it then.  Between passes the loop waits in IDLE (re-issued before RFC 2177's 29
+minutes), or polls where the server has no IDLE; a dropped connection is
+re-opened with exponential back-off.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import re
+import ssl
+from typing import TYPE_CHECKING, Any
+
+import aioimaplib
+
+if TYPE_CHECKING:
+    from ..config import Config
+    from ..server import Server
+
+log = logging.getLogger("pbmserv.imap")
+
+_FETCH_UID = re.compile(rb"UID (\d+)")
+
+
+class ImapError(RuntimeError):
+    pass
+
+
+def _ok(response: Any, what: str) -> Any:
+    if response.result != "OK":
+        raise ImapError(f"{what}: {response.result} {b' '.join(response.lines[-1:]).decode(errors='replace')}")
+    return response
+
+
+async def connect(config: Config, lost: asyncio.Event | None = None) -> aioimaplib.IMAP4:
+    """Open, secure (implicit TLS or STARTTLS) and log in; the inbox is not selected.
+    ``lost`` is set when the server drops the connection (so IDLE stops waiting)."""
+    cfg = config.imap
+    context = ssl.create_default_context()
+
+    def on_lost(exc: Exception | None) -> None:
+        if lost is not None:
+            lost.set()
+
+    client: aioimaplib.IMAP4
+    if cfg.tls == "ssl":
+        client = aioimaplib.IMAP4_SSL(host=cfg.host, port=cfg.port, timeout=60, ssl_context=context, conn_lost_cb=on_lost)
+    else:
+        client = aioimaplib.IMAP4(host=cfg.host, port=cfg.port, timeout=60, conn_lost_cb=on_lost)
+    await client.wait_hello_from_server()
+    if cfg.tls == "starttls":
+        await _starttls(client, cfg.host, context)
+    _ok(await client.login(cfg.user, cfg.password), f"IMAP login as {cfg.user}")
+    return client
+
+
+async def _starttls(client: aioimaplib.IMAP4, host: str, context: ssl.SSLContext) -> None:
+    """aioimaplib has no STARTTLS helper: send the command, then upgrade the transport."""
+    proto = client.protocol
+    if "STARTTLS" not in proto.capabilities:
+        raise ImapError("the IMAP server does not offer STARTTLS; set imap.tls = 'ssl' or 'none'")
+    _ok(await proto.execute(aioimaplib.Command("STARTTLS", proto.new_tag(), loop=proto.loop)), "STARTTLS")
+    loop = asyncio.get_running_loop()
+    proto.transport = await loop.start_tls(proto.transport, proto, context, server_hostname=host)
+    await proto.capability()
+
+
+async def ensure_folder(client: aioimaplib.IMAP4, name: str) -> None:
+    resp = await client.create(name)
+    if (
+        resp.result != "OK"
+        and b"ALREADYEXISTS" not in b" ".join(resp.lines).upper()
+        and b"EXISTS" not in b" ".join(resp.lines).upper()
+    ):
+        raise ImapError(f"cannot create folder {name}: {resp.lines[-1:]}")
+
+
+class ImapInbound:
+    def __init__(self, config: Config, server: Server) -> None:
+        self.config = config
+        self.server = server
+        self.uidvalidity: int | None = None
+        self.lost = asyncio.Event()
+
+    async def run(self) -> None:
+        delay = 1.0
+        while not self.server.stopping.is_set():
+            client: aioimaplib.IMAP4 | None = None
+            self.lost = asyncio.Event()
+            try:
+                client = await connect(self.config, self.lost)
+                await self._session(client)
+                delay = 1.0
+            except (TimeoutError, ImapError, OSError, aioimaplib.Abort, aioimaplib.CommandTimeout) as exc:
+                log.warning("IMAP connection problem (%s: %s); reconnecting in %.0f s", type(exc).__name__, exc, delay)
+            except Exception:
+                log.exception("IMAP loop error; reconnecting in %.0f s", delay)
+            finally:
+                self.server.metrics.inbound_connected = False
+                if client is not None:
+                    with contextlib.suppress(Exception):
+                        await asyncio.wait_for(client.logout(), 5)
+            if self.server.stopping.is_set():
+                return
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.server.stopping.wait(), timeout=delay)
+            delay = min(delay * 2, 300.0)
+
+    async def _session(self, client: aioimaplib.IMAP4) -> None:
+        cfg = self.config.imap
+        for folder in (cfg.processed_folder, cfg.failed_folder):
+            await ensure_folder(client, folder)
+        resp = _ok(await client.select(cfg.inbox), f"select {cfg.inbox}")
+        for line in resp.lines:
+            m = re.search(rb"UIDVALIDITY (\d+)", line)
+            if m:
+                value = int(m.group(1))
+                if self.uidvalidity is not None and value != self.uidvalidity:
+                    log.warning(
+                        "UIDVALIDITY of %s changed (%s -> %s): rescanning the whole inbox", cfg.inbox, self.uidvalidity, value
+                    )
+                self.uidvalidity = value
+        self.server.metrics.inbound_connected = True
+        log.info("IMAP: %s selected (UIDVALIDITY %s)", cfg.inbox, self.uidvalidity)
+        idle = client.has_capability("IDLE")
+        if not idle:
+            log.info("IMAP server has no IDLE: polling every %.0f s", self.config.server.poll_interval)
+        while not self.server.stopping.is_set():
+            await self._drain(client)
+            if self.server.stopping.is_set():
+                return
+            if idle:
+                await self._idle(client)
+            else:
+                try:
+                    await asyncio.wait_for(self.server.stopping.wait(), timeout=self.config.server.poll_interval)
+                except TimeoutError:
+                    _ok(await client.noop(), "NOOP")
+
+    async def _idle(self, client: aioimaplib.IMAP4) -> None:
+        timeout = min(self.config.imap.idle_timeout, 28 * 60)
+        idle_task = await client.idle_start(timeout=timeout)
+        push = asyncio.create_task(client.wait_server_push(timeout=timeout))
+        stop = asyncio.create_task(self.server.stopping.wait())
+        lost = asyncio.create_task(self.lost.wait())
+        try:
+            await asyncio.wait({push, stop, lost}, return_when=asyncio.FIRST_COMPLETED, timeout=timeout + 5)
+        finally:
+            for task in (push, stop, lost):
+                if not task.done():
+                    task.cancel()
+            if self.lost.is_set():
+                raise ImapError("the IMAP server closed the connection")
+            client.idle_done()
+            try:
+                await asyncio.wait_for(idle_task, 30)
+            except TimeoutError as exc:
+                raise ImapError("server did not end IDLE") from exc
+
+    async def _uids(self, client: aioimaplib.IMAP4) -> list[int]:
+        resp = _ok(await client.uid_search("ALL"), "UID SEARCH")
+        uids: list[int] = []
+        for line in resp.lines[:-1]:  # the last line is the tagged completion
+            uids += [int(x) for x in bytes(line).split() if x.isdigit()]
+        return sorted(set(uids))
+
+    async def _drain(self, client: aioimaplib.IMAP4) -> None:
+        cfg = self.config.imap
+        for uid in await self._uids(client):
+            if self.server.stopping.is_set():
+                return
+            raw = await self._fetch(client, uid)
+            if raw is None:
+                continue
+            result = await self.server.process_raw(raw)
+            target = cfg.failed_folder if result.status == "failed" else cfg.processed_folder
+            await self._file(client, uid, target)
+
+    async def _fetch(self, client: aioimaplib.IMAP4, uid: int) -> bytes | None:
+        resp = _ok(await client.uid("fetch", str(uid), "(BODY.PEEK[])"), f"UID FETCH {uid}")
+        # lines: b'N FETCH (UID u BODY[] {size}', bytearray(message), b')', b'Fetch completed'
+        for line in resp.lines:
+            if isinstance(line, bytearray):
+                return bytes(line)
+        log.warning("UID %d vanished before it could be fetched", uid)
+        return None
+
+    async def _file(self, client: aioimaplib.IMAP4, uid: int, folder: str) -> None:
+        _ok(await client.uid("store", str(uid), "+FLAGS.SILENT", r"(\Seen)"), f"flag {uid} seen")
+        if client.has_capability("MOVE"):
+            _ok(await client.uid("move", str(uid), folder), f"move {uid} to {folder}")
+        else:
+            _ok(await client.uid("copy", str(uid), folder), f"copy {uid} to {folder}")
+            _ok(await client.uid("store", str(uid), "+FLAGS.SILENT", r"(\Deleted)"), f"delete {uid}")
+            _ok(await client.expunge(), "EXPUNGE")

@@ -1,0 +1,247 @@
+"""A throwaway Dovecot (IMAP + LMTP) on 127.0.0.1 and an SMTP relay into it.
+
+``DovecotServer`` writes its own config into a temporary directory (passwd-file
+users, Maildir storage, IMAP and LMTP listeners on free ports, plain auth without
+TLS on loopback) and runs ``dovecot -F``.  ``LmtpRelay`` is an aiosmtpd SMTP server
+that hands every mail to Dovecot over LMTP — the outgoing SMTP server the pbmserv
+``serve`` process talks to in tests, and the way test players send mail.  The
+relay can be paused (answers 421) to simulate an SMTP outage.
+
+Needs the Debian packages ``dovecot-imapd`` and ``dovecot-lmtpd``; when they are
+missing this raises :class:`DovecotUnavailable` (the tests fail, they never skip).
+"""
+
+from __future__ import annotations
+
+import imaplib
+import os
+import pwd
+import shutil
+import smtplib
+import subprocess
+import tempfile
+import threading
+import time
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from aiosmtpd.controller import Controller
+
+from .postgres import free_port
+
+
+class DovecotUnavailable(RuntimeError):
+    pass
+
+
+CONF = """\
+protocols = imap lmtp
+listen = 127.0.0.1
+base_dir = {base}/run
+state_dir = {base}/state
+log_path = {base}/dovecot.log
+info_log_path = {base}/dovecot.log
+ssl = no
+disable_plaintext_auth = no
+auth_mechanisms = plain login
+auth_username_format = %Lu
+mail_location = maildir:{base}/mail/%u
+mail_uid = {uid}
+mail_gid = {gid}
+first_valid_uid = 0
+first_valid_gid = 0
+default_login_user = dovenull
+default_internal_user = dovecot
+postmaster_address = postmaster@test.invalid
+lmtp_save_to_detail_mailbox = no
+passdb {{
+  driver = passwd-file
+  args = scheme=PLAIN username_format=%Lu {base}/users
+}}
+userdb {{
+  driver = static
+  args = uid={uid} gid={gid} home={base}/home/%u
+}}
+namespace inbox {{
+  inbox = yes
+  separator = /
+  mailbox processed {{
+    auto = no
+  }}
+}}
+service imap-login {{
+  inet_listener imap {{
+    address = 127.0.0.1
+    port = {imap_port}
+  }}
+  inet_listener imaps {{
+    port = 0
+  }}
+}}
+service lmtp {{
+  inet_listener lmtp {{
+    address = 127.0.0.1
+    port = {lmtp_port}
+  }}
+}}
+service stats {{
+  unix_listener stats-writer {{
+    mode = 0666
+  }}
+}}
+protocol imap {{
+  imap_idle_notify_interval = 1 secs
+}}
+"""
+
+
+class DovecotServer:
+    def __init__(self, users: dict[str, str]) -> None:
+        self.users = dict(users)
+        self.base: Path | None = None
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.imap_port = 0
+        self.lmtp_port = 0
+
+    def start(self) -> DovecotServer:
+        binary = shutil.which("dovecot") or "/usr/sbin/dovecot"
+        if not Path(binary).exists():
+            raise DovecotUnavailable("dovecot is not installed (Debian: apt-get install dovecot-imapd dovecot-lmtpd)")
+        self.base = Path(tempfile.mkdtemp(prefix="pbmserv-dovecot-"))
+        os.chmod(self.base, 0o755)
+        if os.geteuid() == 0:
+            owner = pwd.getpwnam("nobody")
+            uid, gid = owner.pw_uid, owner.pw_gid
+        else:
+            uid, gid = os.getuid(), os.getgid()
+        for sub in ("run", "state", "mail", "home"):
+            (self.base / sub).mkdir()
+        for sub in ("mail", "home"):
+            if os.geteuid() == 0:
+                os.chown(self.base / sub, uid, gid)
+        self.imap_port, self.lmtp_port = free_port(), free_port()
+        self._write_users()
+        conf = self.base / "dovecot.conf"
+        conf.write_text(CONF.format(base=self.base, uid=uid, gid=gid, imap_port=self.imap_port, lmtp_port=self.lmtp_port))
+        self.proc = subprocess.Popen([binary, "-F", "-c", str(conf)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        deadline = time.time() + 20
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                err = self.proc.stderr.read().decode() if self.proc.stderr else ""
+                raise DovecotUnavailable(f"dovecot exited: {err}{self.log()[-2000:]}")
+            try:
+                with imaplib.IMAP4("127.0.0.1", self.imap_port, timeout=2) as probe:
+                    probe.noop()
+                with smtplib.LMTP("127.0.0.1", self.lmtp_port, timeout=2) as probe:
+                    probe.noop()
+                return self
+            except OSError:
+                time.sleep(0.1)
+        raise DovecotUnavailable(f"dovecot did not start listening: {self.log()[-2000:]}")
+
+    def _write_users(self) -> None:
+        assert self.base is not None
+        lines = [f"{user.lower()}:{{PLAIN}}{password}::::::" for user, password in self.users.items()]
+        path = self.base / "users"
+        path.write_text("\n".join(lines) + "\n")
+        os.chmod(path, 0o644)
+
+    def add_user(self, user: str, password: str) -> None:
+        self.users[user] = password
+        self._write_users()
+
+    def log(self) -> str:
+        if self.base is None:
+            return ""
+        path = self.base / "dovecot.log"
+        return path.read_text(errors="replace") if path.exists() else ""
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+        self.proc = None
+        if self.base is not None:
+            shutil.rmtree(self.base, ignore_errors=True)
+            self.base = None
+
+    def __enter__(self) -> DovecotServer:
+        return self.start()
+
+    def __exit__(self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None) -> None:
+        self.stop()
+
+    # ------------------------------------------------------------ client side
+    def deliver(self, sender: str, recipients: list[str], data: bytes) -> None:
+        """Hand a mail to Dovecot over LMTP."""
+        with smtplib.LMTP("127.0.0.1", self.lmtp_port, timeout=30) as lmtp:
+            lmtp.sendmail(sender, recipients, data)
+
+    def fetch_all(self, user: str, folder: str = "INBOX") -> list[bytes]:
+        """Every message in a mailbox, oldest first (a test player reading mail)."""
+        with imaplib.IMAP4("127.0.0.1", self.imap_port, timeout=30) as imap:
+            imap.login(user, self.users[user])
+            status, _ = imap.select(f'"{folder}"')
+            if status != "OK":
+                return []
+            _, data = imap.uid("search", None, "ALL")
+            out = []
+            for uid in data[0].split():
+                _, parts = imap.uid("fetch", uid, "(BODY.PEEK[])")
+                for part in parts:
+                    if isinstance(part, tuple):
+                        out.append(part[1])
+            return out
+
+
+class _RelayHandler:
+    def __init__(self, dovecot: DovecotServer) -> None:
+        self.dovecot = dovecot
+        self.paused = threading.Event()
+        self.received = 0
+
+    async def handle_RCPT(self, server: Any, session: Any, envelope: Any, address: str, rcpt_options: list[str]) -> str:
+        if self.paused.is_set():
+            return "421 4.3.2 relay paused for a test"
+        envelope.rcpt_tos.append(address)
+        return "250 OK"
+
+    async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:
+        import asyncio
+
+        if self.paused.is_set():
+            return "421 4.3.2 relay paused for a test"
+        data = envelope.original_content or envelope.content
+        await asyncio.to_thread(self.dovecot.deliver, envelope.mail_from, list(envelope.rcpt_tos), data)
+        self.received += 1
+        return "250 OK delivered"
+
+
+class LmtpRelay:
+    """SMTP on 127.0.0.1:port → LMTP into Dovecot (threaded aiosmtpd Controller)."""
+
+    def __init__(self, dovecot: DovecotServer) -> None:
+        self.handler = _RelayHandler(dovecot)
+        self.port = free_port()
+        self.controller = Controller(self.handler, hostname="127.0.0.1", port=self.port)
+
+    def start(self) -> LmtpRelay:
+        self.controller.start()
+        return self
+
+    def stop(self) -> None:
+        self.controller.stop()
+
+    def pause(self) -> None:
+        self.handler.paused.set()
+
+    def resume(self) -> None:
+        self.handler.paused.clear()
+
+    def send(self, sender: str, recipient: str, data: bytes) -> None:
+        with smtplib.SMTP("127.0.0.1", self.port, timeout=30) as smtp:
+            smtp.sendmail(sender, [recipient], data)

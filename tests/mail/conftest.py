@@ -1,0 +1,166 @@
+"""A real Dovecot + SMTP relay, and ``pbmserv-terrace serve`` as a real process."""
+
+from __future__ import annotations
+
+import email
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from email.message import Message
+from email.utils import make_msgid
+from pathlib import Path
+
+import pytest
+
+from pbmserv_terrace.testing.dovecot import DovecotServer, LmtpRelay
+from pbmserv_terrace.testing.postgres import free_port
+
+SERVER = "pbmserv@terrace.test"
+PLAYERS = ["ann", "ben", "cat", "dan"]
+
+
+def addr(name: str) -> str:
+    return f"{name}@players.test"
+
+
+@pytest.fixture
+def dovecot() -> Iterator[DovecotServer]:
+    users = {SERVER: "server-secret", **{addr(p): f"imap-{p}" for p in PLAYERS}}
+    with DovecotServer(users) as d:
+        yield d
+
+
+@pytest.fixture
+def players(dovecot: DovecotServer, relay: LmtpRelay) -> Players:
+    return Players(dovecot, relay)
+
+
+@pytest.fixture
+def relay(dovecot: DovecotServer) -> Iterator[LmtpRelay]:
+    r = LmtpRelay(dovecot).start()
+    yield r
+    r.stop()
+
+
+class ServeProcess:
+    """``pbmserv-terrace serve`` with a config file, as an operator runs it."""
+
+    def __init__(self, workdir: Path, dovecot: DovecotServer, relay: LmtpRelay, db_url: str, extra: str = "") -> None:
+        self.workdir = workdir
+        self.health_port = free_port()
+        self.config = workdir / "pbmserv.toml"
+        self.config.write_text(
+            f"""
+[server]
+address = "{SERVER}"
+name = "Test PBM Server"
+database_url = "{db_url}"
+poll_interval = 2
+scheduler_interval = 3600
+health_port = {self.health_port}
+
+[imap]
+host = "127.0.0.1"
+port = {dovecot.imap_port}
+user = "{SERVER}"
+password = "server-secret"
+tls = "none"
+
+[smtp]
+host = "127.0.0.1"
+port = {relay.port}
+tls = "none"
+retry_base_seconds = 1
+{extra}
+"""
+        )
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.log = workdir / "serve.log"
+
+    def start(self) -> ServeProcess:
+        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        env = {k: v for k, v in env.items() if not k.startswith("PBMSERV_")}
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "pbmserv_terrace", "serve", "--config", str(self.config)],
+            cwd=self.workdir, env=env, stdout=self.log.open("ab"), stderr=subprocess.STDOUT,
+        )  # fmt: skip
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            if "selected (UIDVALIDITY" in self.log.read_text(errors="replace"):
+                return self
+            if self.proc.poll() is not None:
+                break
+            time.sleep(0.1)
+        raise RuntimeError("serve did not start:\n" + self.log.read_text(errors="replace")[-3000:])
+
+    def kill(self) -> None:
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(10)
+
+    def stop(self) -> int:
+        if self.proc is None or self.proc.poll() is not None:
+            return self.proc.returncode if self.proc else 0
+        self.proc.send_signal(signal.SIGTERM)
+        return self.proc.wait(40)
+
+
+class Players:
+    """Test players: send over SMTP to the relay, read their own IMAP mailboxes."""
+
+    def __init__(self, dovecot: DovecotServer, relay: LmtpRelay) -> None:
+        self.dovecot, self.relay = dovecot, relay
+        self.seen: dict[str, int] = {}
+
+    def send(self, name: str, subject: str, body: str = "", message_id: str | None = None) -> str:
+        mid = message_id or make_msgid(domain="players.test")
+        data = (
+            f"From: {name.capitalize()} <{addr(name)}>\r\nTo: {SERVER}\r\nSubject: {subject}\r\n"
+            f"Message-ID: {mid}\r\nContent-Type: text/plain; charset=utf-8\r\n\r\n{body}\r\n"
+        ).encode()
+        self.relay.send(addr(name), SERVER, data)
+        return mid
+
+    def mailbox(self, name: str) -> list[Message]:
+        return [email.message_from_bytes(raw) for raw in self.dovecot.fetch_all(addr(name))]
+
+    def wait(self, name: str, count: int = 1, timeout: float = 30.0) -> list[Message]:
+        """The next ``count`` new mails of player ``name``."""
+        start = self.seen.get(name, 0)
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            box = self.mailbox(name)
+            if len(box) >= start + count:
+                self.seen[name] = start + count
+                return box[start : start + count]
+            time.sleep(0.2)
+        raise AssertionError(f"{name} got {len(self.mailbox(name)) - start} of {count} mails within {timeout}s")
+
+    def quiet(self, name: str, seconds: float = 2.0) -> None:
+        time.sleep(seconds)
+        assert len(self.mailbox(name)) == self.seen.get(name, 0), f"{name} got an unexpected mail"
+
+
+def body(msg: Message) -> str:
+    payload = msg.get_payload(decode=True)
+    return payload.decode("utf-8").replace("\r\n", "\n") if isinstance(payload, bytes) else ""
+
+
+@pytest.fixture
+def serve_factory(tmp_path: Path, dovecot: DovecotServer) -> Iterator[Callable[..., ServeProcess]]:
+    started: list[ServeProcess] = []
+
+    def make(relay: LmtpRelay, db_url: str | None = None, extra: str = "") -> ServeProcess:
+        url = db_url or f"sqlite:///{tmp_path}/serve.db"
+        proc = ServeProcess(tmp_path, dovecot, relay, url, extra)
+        started.append(proc)
+        return proc
+
+    yield make
+    for proc in started:
+        if proc.proc is not None and proc.proc.poll() is None:
+            proc.proc.kill()
+            proc.proc.wait(10)

@@ -1,0 +1,129 @@
+"""``serve`` against a real Dovecot: mail in over IMAP, replies out over SMTP (relay
+→ LMTP → Dovecot), read back by the players over IMAP (issue 7)."""
+
+from __future__ import annotations
+
+import random
+import time
+
+from pbmserv_terrace.rules import start_position
+
+from ..service.policy import choose, text
+from ..service.test_games import shortest_seed
+from .conftest import SERVER, addr, body
+
+
+def test_signup_challenge_game_error_and_chat(serve_factory, relay, players, dovecot):
+    serve = serve_factory(relay).start()
+    for name in ("ann", "ben"):
+        players.send(name, f"signup {name} pw-{name}")
+        assert "Welcome" in body(players.wait(name)[0])
+    players.send("ann", "terrace6x6 challenge ann ben -short", "Good luck")
+    for name in ("ann", "ben"):
+        new = players.wait(name)[0]
+        assert new["Subject"] == "New Terrace6x6 Board 101 ann **"
+        assert new["Auto-Submitted"] == "auto-replied" and new["In-Reply-To"]
+    # an error goes to the sender only
+    players.send("ben", "terrace6x6 move 101 ben pw-ben b6-b5")
+    err = players.wait("ben")[0]
+    assert err["Subject"] == "Terrace6x6 Board 101 Error" and "not your turn" in body(err)
+    # chat reaches both
+    players.send("ben", "terrace6x6 chat 101 ben pw-ben", "Hello from ben")
+    for name in ("ann", "ben"):
+        assert "Hello from ben" in body(players.wait(name)[0])
+    # a full game to a win
+    pos = start_position("short", 6)
+    rng = random.Random(shortest_seed("short", 6))
+    names = ["ann", "ben"]
+    while pos.outcome() is None:
+        mover = names[pos.to_move - 1]
+        move = choose(pos, rng)
+        canonical = text(pos, move)
+        pos = pos.play(move)
+        players.send(mover, f"terrace6x6 move 101 {mover} pw-{mover} {canonical}")
+        for name in names:
+            mail = players.wait(name)[0]
+            assert f"{mover} played {canonical}" in body(mail)
+    winner = names[pos.outcome().winner - 1]
+    assert mail["Subject"] == "Terrace6x6 Board 101 finished" and f"Game over: {winner} wins" in body(mail)
+    # processed mails were moved out of the inbox into 'processed'
+    assert dovecot.fetch_all(SERVER) == []
+    assert len(dovecot.fetch_all(SERVER, "processed")) >= 6
+    assert serve.stop() == 0
+    log = serve.log.read_text()
+    assert "command=terrace6x6 move result=ok" in log and "stopped" in log
+
+
+def test_relay_down_replies_wait_then_go(serve_factory, relay, players):
+    serve = serve_factory(relay).start()
+    relay.pause()
+    # the relay refuses outgoing replies; mail in still arrives by LMTP directly
+    data = (
+        f"From: {addr('ann')}\r\nTo: {SERVER}\r\nSubject: signup ann pw\r\nMessage-ID: <down1@players.test>\r\n\r\n\r\n".encode()
+    )
+    players.dovecot.deliver(addr("ann"), [SERVER], data)
+    time.sleep(3)
+    assert players.mailbox("ann") == []
+    assert "temporary failure" in serve.log.read_text()
+    relay.resume()
+    assert "Welcome" in body(players.wait("ann", timeout=40)[0])
+    players.quiet("ann")
+    serve.stop()
+
+
+def test_imap_connection_cut_reconnects_without_loss_or_doubles(serve_factory, relay, players, dovecot):
+    import subprocess
+
+    serve = serve_factory(relay).start()
+    players.send("ann", "signup ann pw-ann")
+    players.wait("ann")
+    subprocess.run(["doveadm", "-c", str(dovecot.base / "dovecot.conf"), "kick", SERVER], capture_output=True, timeout=30)
+    players.send("ben", "signup ben pw-ben")
+    players.send("ann", "terrace challenge ann ben")
+    assert "Welcome" in body(players.wait("ben", 1, timeout=60)[0])
+    assert players.wait("ann")[0]["Subject"] == "New Terrace Board 101 ann"
+    players.wait("ben")
+    players.quiet("ann")
+    players.quiet("ben", 0.5)
+    assert "reconnecting" in serve.log.read_text()
+    serve.stop()
+
+
+def test_sigkill_while_mails_in_flight_then_restart(serve_factory, relay, players, dovecot, tmp_path):
+    import sqlite3
+
+    serve = serve_factory(relay).start()
+    for name in ("ann", "ben"):
+        players.send(name, f"signup {name} pw-{name}")
+        players.wait(name)
+    players.send("ann", "terrace challenge ann ben")
+    players.wait("ann")
+    players.wait("ben")
+    pos = start_position()
+    rng = random.Random(7)
+    moves = []
+    for _ in range(12):
+        m = choose(pos, rng)
+        moves.append(text(pos, m))
+        pos = pos.play(m)
+    names = ["ann", "ben"]
+    sent = [players.send(names[i % 2], f"terrace queue 101 {names[i % 2]} pw-{names[i % 2]} {mv}") for i, mv in enumerate(moves)]
+    time.sleep(0.8)  # the server is working through the queue of mails
+    serve.kill()
+    serve.start()
+    deadline = time.time() + 90
+    while dovecot.fetch_all(SERVER) and time.time() < deadline:
+        time.sleep(0.5)
+    assert dovecot.fetch_all(SERVER) == [], "mail left unprocessed"
+    serve.stop()
+    db = sqlite3.connect(tmp_path / "serve.db")
+    # every command applied exactly once: twelve plies, in order, none doubled
+    plies = db.execute("SELECT m.ply, m.move FROM moves m JOIN games g ON g.id = m.game_id ORDER BY m.ply").fetchall()
+    assert [mv for _, mv in plies] == moves
+    # every mail answered, and no reply queued twice
+    for mid in sent:
+        assert db.execute("SELECT count(*) FROM processed_messages WHERE message_id = ?", (mid,)).fetchone()[0] == 1
+        rows = db.execute(
+            "SELECT recipient, count(*), min(state) FROM outbox WHERE in_reply_to = ? GROUP BY recipient", (mid,)
+        ).fetchall()
+        assert rows and all(n == 1 and state == "sent" for _, n, state in rows), (mid, rows)
