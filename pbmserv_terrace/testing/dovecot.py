@@ -188,7 +188,7 @@ class DovecotServer:
             status, _ = imap.select(f'"{folder}"')
             if status != "OK":
                 return []
-            _, data = imap.uid("search", None, "ALL")
+            _, data = imap.uid("search", "ALL")
             out = []
             for uid in data[0].split():
                 _, parts = imap.uid("fetch", uid, "(BODY.PEEK[])")
