@@ -127,3 +127,17 @@ def test_sigkill_while_mails_in_flight_then_restart(serve_factory, relay, player
             "SELECT recipient, count(*), min(state) FROM outbox WHERE in_reply_to = ? GROUP BY recipient", (mid,)
         ).fetchall()
         assert rows and all(n == 1 and state == "sent" for _, n, state in rows), (mid, rows)
+
+
+def test_check_config_tries_both_connections(serve_factory, relay, dovecot):
+    import subprocess
+    import sys
+
+    serve = serve_factory(relay)  # writes the config; not started
+    run = [sys.executable, "-m", "pbmserv_terrace", "check-config", "--config", str(serve.config)]
+    out = subprocess.run(run, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert f"ok    IMAP 127.0.0.1:{dovecot.imap_port}" in out.stdout and f"ok    SMTP 127.0.0.1:{relay.port}" in out.stdout
+    serve.config.write_text(serve.config.read_text().replace('password = "server-secret"', 'password = "wrong"'))
+    out = subprocess.run(run, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 1 and "FAIL  IMAP" in out.stdout
