@@ -16,6 +16,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from sqlalchemy.exc import IntegrityError
+
 from ..commands import Command, parse_mail
 from ..config import Config
 from ..mail.message import InboundMail, is_valid_address, never_answer, new_message_id
@@ -167,7 +169,13 @@ class Service:
 
     async def handle_mail(self, mail: InboundMail, *, now: datetime | None = None) -> HandleResult:
         started = time.perf_counter()
-        result = await self._handle(mail, now or utcnow())
+        try:
+            result = await self._handle(mail, now or utcnow())
+        except IntegrityError:
+            # Another worker committed this Message-ID (or this game's ply) first.
+            # Run again: the second pass sees the mail as processed, or the new state.
+            log.info("conflict with a concurrent worker on %s; retrying once", mail.message_id)
+            result = await self._handle(mail, now or utcnow())
         result.ms = (time.perf_counter() - started) * 1000
         return result
 

@@ -1,0 +1,192 @@
+"""End to end: 1,000 move mails for 100 concurrent games through Dovecot → serve →
+SMTP → Dovecot, with 1 or more ``serve`` processes.
+
+Each game's players answer as soon as the previous reply is out (as players do),
+so 100 games are in flight at once.  Latency is measured from the LMTP delivery
+of a move into the server's mailbox to the moment the first reply to it reaches
+the SMTP relay (which then delivers it into the player's Dovecot mailbox).
+
+Targets (issue 7): >= 50 mails/s with one serve, p50 latency <= 0.5 s.
+Run: python bench/e2e.py [--workers 1] [--games 100] [--moves 10] [--db sqlite|postgres]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import random
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from email.parser import BytesHeaderParser
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import update
+
+from pbmserv_terrace.config import load_config
+from pbmserv_terrace.mail.message import InboundMail
+from pbmserv_terrace.rules import format_move, start_position
+from pbmserv_terrace.service import Service
+from pbmserv_terrace.store import Database, OutboxMessage
+from pbmserv_terrace.testing.dovecot import DovecotServer, LmtpRelay
+from pbmserv_terrace.testing.postgres import PostgresCluster
+
+SERVER = "pbmserv@bench.test"
+
+
+class Watch:
+    """Times at which the relay saw the first reply to each inbound Message-ID."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.seen: dict[str, float] = {}
+        self.events: dict[str, asyncio.Event] = {}
+        self.lock = threading.Lock()
+
+    def event(self, mid: str) -> asyncio.Event:
+        ev = self.events.setdefault(mid, asyncio.Event())
+        if mid in self.seen:
+            ev.set()
+        return ev
+
+    def saw(self, mid: str) -> None:
+        with self.lock:
+            if mid in self.seen:
+                return
+            self.seen[mid] = time.perf_counter()
+        self.loop.call_soon_threadsafe(lambda: self.events.setdefault(mid, asyncio.Event()).set())
+
+
+def hook_relay(relay: LmtpRelay, watch: Watch) -> None:
+    original = relay.handler.handle_DATA
+
+    async def handle_DATA(server: Any, session: Any, envelope: Any) -> str:
+        result = await original(server, session, envelope)
+        headers = BytesHeaderParser().parsebytes(envelope.original_content or envelope.content)
+        if headers["In-Reply-To"]:
+            watch.saw(str(headers["In-Reply-To"]).strip())
+        return result
+
+    relay.handler.handle_DATA = handle_DATA  # type: ignore[method-assign]
+
+
+def plan(games: int, moves: int) -> list[list[str]]:
+    out = []
+    for g in range(games):
+        rng = random.Random(g)
+        pos = start_position("long")
+        seq = []
+        while len(seq) < moves:
+            legal = [m for m in pos.legal_moves() if pos.board[m.to] == 0]  # quiet moves keep games going
+            move = rng.choice(legal)
+            seq.append(format_move(pos, move))
+            pos = pos.play(move)
+        out.append(seq)
+    return out
+
+
+async def seed(url: str, games: int) -> None:
+    cfg = load_config(None, {"PBMSERV_DATABASE_URL": url, "PBMSERV_ADDRESS": SERVER})
+    db = Database(url)
+    await db.migrate()
+    service = Service(db, cfg)
+    n = 0
+
+    async def mail(sender: str, subject: str) -> None:
+        nonlocal n
+        n += 1
+        await service.handle_mail(InboundMail(sender=sender, subject=subject, body="", message_id=f"<seed{n}@bench>"))
+
+    for g in range(games):
+        for p in (f"w{g}", f"b{g}"):
+            await mail(f"{p}@players.test", f"signup {p} pw-{p}")
+        await mail(f"w{g}@players.test", f"terrace challenge w{g} b{g}")
+    async with db.engine.begin() as conn:  # the seed's replies are not part of the run
+        await conn.execute(update(OutboxMessage).values(state="printed"))
+    await db.close()
+
+
+async def run(args: argparse.Namespace, dovecot: DovecotServer, relay: LmtpRelay, url: str, workdir: Path) -> None:
+    loop = asyncio.get_running_loop()
+    watch = Watch(loop)
+    hook_relay(relay, watch)
+    t = time.perf_counter()
+    await seed(url, args.games)
+    print(f"seeded {args.games} games ({2 * args.games} users) in {time.perf_counter() - t:.1f} s", flush=True)
+    config = workdir / "pbmserv.toml"
+    config.write_text(
+        f'[server]\naddress = "{SERVER}"\ndatabase_url = "{url}"\npoll_interval = 5\nscheduler_interval = 3600\n'
+        f'[imap]\nhost = "127.0.0.1"\nport = {dovecot.imap_port}\nuser = "{SERVER}"\npassword = "srv"\ntls = "none"\n'
+        f'[smtp]\nhost = "127.0.0.1"\nport = {relay.port}\ntls = "none"\n'
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PBMSERV_")}
+    procs = [
+        subprocess.Popen([sys.executable, "-m", "pbmserv_terrace", "serve", "--config", str(config)], cwd=workdir, env=env,
+                         stdout=(workdir / f"serve{i}.log").open("wb"), stderr=subprocess.STDOUT)
+        for i in range(args.workers)
+    ]  # fmt: skip
+    await asyncio.sleep(3)
+    moves = plan(args.games, args.moves)
+    latencies: list[float] = []
+    sent_at: dict[str, float] = {}
+    timeouts = 0
+
+    async def game(g: int) -> None:
+        nonlocal timeouts
+        for k, move in enumerate(moves[g]):
+            player = f"w{g}" if k % 2 == 0 else f"b{g}"
+            mid = f"<m{g}.{k}@players.test>"
+            data = (f"From: {player}@players.test\r\nTo: {SERVER}\r\nSubject: terrace move {101 + g} {player} pw-{player} {move}\r\n"
+                    f"Message-ID: {mid}\r\n\r\n\r\n").encode()  # fmt: skip
+            await asyncio.to_thread(dovecot.deliver, f"{player}@players.test", [SERVER], data)
+            sent_at[mid] = time.perf_counter()
+            try:
+                await asyncio.wait_for(watch.event(mid).wait(), timeout=120)
+            except TimeoutError:
+                timeouts += 1
+                return
+            latencies.append(watch.seen[mid] - sent_at[mid])
+
+    start = time.perf_counter()
+    await asyncio.gather(*(game(g) for g in range(args.games)))
+    elapsed = time.perf_counter() - start
+    for p in procs:
+        p.send_signal(signal.SIGTERM)
+    for p in procs:
+        p.wait(60)
+    done = len(latencies)
+    latencies.sort()
+    p50 = statistics.median(latencies) if latencies else float("nan")
+    p99 = latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))] if latencies else float("nan")
+    print(f"workers={args.workers} db={args.db}: {done} move mails answered in {elapsed:.1f} s = {done / elapsed:.1f} mails/s "
+          f"(target >= 50 with one worker); latency p50 {p50:.3f} s, p99 {p99:.3f} s (target p50 <= 0.5 s); timeouts {timeouts}")  # fmt: skip
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument("--games", type=int, default=100)
+    parser.add_argument("--moves", type=int, default=10)
+    parser.add_argument("--db", choices=["sqlite", "postgres"], default="postgres")
+    args = parser.parse_args()
+    users = {SERVER: "srv", **{f"{c}{g}@players.test": "x" for g in range(args.games) for c in "wb"}}
+    with tempfile.TemporaryDirectory() as tmp, DovecotServer(users) as dovecot:
+        relay = LmtpRelay(dovecot).start()
+        try:
+            if args.db == "postgres":
+                with PostgresCluster() as pg:
+                    asyncio.run(run(args, dovecot, relay, pg.create_database(), Path(tmp)))
+            else:
+                asyncio.run(run(args, dovecot, relay, f"sqlite+aiosqlite:///{tmp}/bench.db", Path(tmp)))
+        finally:
+            relay.stop()
+
+
+if __name__ == "__main__":
+    main()
