@@ -177,6 +177,8 @@ def main() -> None:
     args = parser.parse_args()
     users = {SERVER: "srv", **{f"{c}{g}@players.test": "x" for g in range(args.games) for c in "wb"}}
     with tempfile.TemporaryDirectory() as tmp, DovecotServer(users) as dovecot:
+        if os.environ.get("BENCH_KEEP_LOGS"):
+            tmp = os.environ["BENCH_KEEP_LOGS"]
         relay = LmtpRelay(dovecot).start()
         try:
             if args.db == "postgres":

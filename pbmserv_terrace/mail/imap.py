@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("pbmserv.imap")
 
 _FETCH_UID = re.compile(rb"UID (\d+)")
+BATCH = 25
 
 
 class ImapError(RuntimeError):
@@ -172,31 +173,52 @@ class ImapInbound:
         return sorted(set(uids))
 
     async def _drain(self, client: aioimaplib.IMAP4) -> None:
+        """Process the inbox in UID order, fetching and filing up to BATCH at a time.
+        A batch's messages are filed only after each of them committed."""
         cfg = self.config.imap
-        for uid in await self._uids(client):
+        uids = await self._uids(client)
+        for start in range(0, len(uids), BATCH):
+            chunk = uids[start : start + BATCH]
+            fetched = await self._fetch(client, chunk)
+            done: dict[str, list[int]] = {cfg.processed_folder: [], cfg.failed_folder: []}
+            try:
+                for uid in chunk:
+                    if self.server.stopping.is_set() or uid not in fetched:
+                        continue
+                    result = await self.server.process_raw(fetched[uid])
+                    done[cfg.failed_folder if result.status == "failed" else cfg.processed_folder].append(uid)
+            finally:
+                for folder, filed in done.items():
+                    if filed:
+                        await self._file(client, filed, folder)
             if self.server.stopping.is_set():
                 return
-            raw = await self._fetch(client, uid)
-            if raw is None:
-                continue
-            result = await self.server.process_raw(raw)
-            target = cfg.failed_folder if result.status == "failed" else cfg.processed_folder
-            await self._file(client, uid, target)
 
-    async def _fetch(self, client: aioimaplib.IMAP4, uid: int) -> bytes | None:
-        resp = _ok(await client.uid("fetch", str(uid), "(BODY.PEEK[])"), f"UID FETCH {uid}")
-        # lines: b'N FETCH (UID u BODY[] {size}', bytearray(message), b')', b'Fetch completed'
+    async def _fetch(self, client: aioimaplib.IMAP4, uids: list[int]) -> dict[int, bytes]:
+        resp = _ok(await client.uid("fetch", ",".join(map(str, uids)), "(UID BODY.PEEK[])"), "UID FETCH")
+        # lines: b'N FETCH (UID u BODY[] {size}', bytearray(message), b')', ... b'Fetch completed'
+        out: dict[int, bytes] = {}
+        pending: int | None = None
         for line in resp.lines:
             if isinstance(line, bytearray):
-                return bytes(line)
-        log.warning("UID %d vanished before it could be fetched", uid)
-        return None
+                if pending is not None:
+                    out[pending] = bytes(line)
+                pending = None
+                continue
+            m = _FETCH_UID.search(line)
+            if m and b"FETCH" in line:
+                pending = int(m.group(1))
+        missing = set(uids) - set(out)
+        if missing:
+            log.warning("UIDs %s vanished before they could be fetched", sorted(missing))
+        return out
 
-    async def _file(self, client: aioimaplib.IMAP4, uid: int, folder: str) -> None:
-        _ok(await client.uid("store", str(uid), "+FLAGS.SILENT", r"(\Seen)"), f"flag {uid} seen")
+    async def _file(self, client: aioimaplib.IMAP4, uids: list[int], folder: str) -> None:
+        uid_set = ",".join(map(str, uids))
+        _ok(await client.uid("store", uid_set, "+FLAGS.SILENT", r"(\Seen)"), f"flag {uid_set} seen")
         if client.has_capability("MOVE"):
-            _ok(await client.uid("move", str(uid), folder), f"move {uid} to {folder}")
+            _ok(await client.uid("move", uid_set, folder), f"move {uid_set} to {folder}")
         else:
-            _ok(await client.uid("copy", str(uid), folder), f"copy {uid} to {folder}")
-            _ok(await client.uid("store", str(uid), "+FLAGS.SILENT", r"(\Deleted)"), f"delete {uid}")
+            _ok(await client.uid("copy", uid_set, folder), f"copy {uid_set} to {folder}")
+            _ok(await client.uid("store", uid_set, "+FLAGS.SILENT", r"(\Deleted)"), f"delete {uid_set}")
             _ok(await client.expunge(), "EXPUNGE")

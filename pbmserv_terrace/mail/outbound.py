@@ -33,6 +33,8 @@ class PermanentFailure(Exception):
 class Delivery(Protocol):
     async def deliver(self, message: EmailMessage, recipient: str) -> None: ...
 
+    async def close(self) -> None: ...
+
 
 def to_email(row: OutboxMessage, config: Config) -> EmailMessage:
     return build_message(
@@ -66,35 +68,61 @@ class MaildirDelivery:
 
         await asyncio.to_thread(write)
 
+    async def close(self) -> None:
+        return None
+
 
 class SmtpDelivery:
-    """Real mail: aiosmtplib with implicit TLS, STARTTLS or plain, and auth."""
+    """Real mail: aiosmtplib with implicit TLS, STARTTLS or plain, and auth.  One
+    connection carries a whole drain batch; any error drops it (the next message
+    opens a fresh one)."""
 
     def __init__(self, config: Config) -> None:
         self.cfg = config.smtp
+        self._client: aiosmtplib.SMTP | None = None
+
+    async def _connection(self) -> aiosmtplib.SMTP:
+        if self._client is None or not self._client.is_connected:
+            cfg = self.cfg
+            client = aiosmtplib.SMTP(
+                hostname=cfg.host, port=cfg.port, use_tls=cfg.tls == "ssl", start_tls=cfg.tls == "starttls", timeout=cfg.timeout
+            )
+            await client.connect()
+            if cfg.user:
+                await client.login(cfg.user, cfg.password)
+            self._client = client
+        return self._client
+
+    async def close(self) -> None:
+        client, self._client = self._client, None
+        if client is not None and client.is_connected:
+            try:
+                await client.quit()
+            except aiosmtplib.SMTPException:
+                client.close()
+
+    def _drop(self) -> None:
+        if self._client is not None:
+            self._client.close()
+            self._client = None
 
     async def deliver(self, message: EmailMessage, recipient: str) -> None:
-        cfg = self.cfg
         try:
-            await aiosmtplib.send(
-                message,
-                recipients=[recipient],
-                hostname=cfg.host,
-                port=cfg.port,
-                username=cfg.user or None,
-                password=cfg.password or None,
-                use_tls=cfg.tls == "ssl",
-                start_tls=cfg.tls == "starttls",
-                timeout=cfg.timeout,
-            )
+            client = await self._connection()
+            await client.send_message(message, recipients=[recipient])
         except aiosmtplib.SMTPRecipientsRefused as exc:
+            self._drop()
             codes = [r.code for r in exc.recipients]
             if codes and all(500 <= c < 600 for c in codes):
                 raise PermanentFailure(str(exc)) from exc
             raise
         except aiosmtplib.SMTPResponseException as exc:
+            self._drop()
             if 500 <= exc.code < 600:
                 raise PermanentFailure(f"{exc.code} {exc.message}") from exc
+            raise
+        except Exception:
+            self._drop()
             raise
 
 
@@ -116,16 +144,19 @@ async def drain_outbox(
     """Send every due pending reply once.  Rows are claimed with FOR UPDATE SKIP
     LOCKED (PostgreSQL), so several workers never send the same row."""
     result = DrainResult()
-    while True:
-        async with UnitOfWork(db) as uow:
-            rows = await uow.outbox.claim(now or utcnow(), limit=batch)
-            if not rows:
+    try:
+        while True:
+            async with UnitOfWork(db) as uow:
+                rows = await uow.outbox.claim(now or utcnow(), limit=batch)
+                if not rows:
+                    return result
+                for row in rows:
+                    await _send_one(row, delivery, config, result)
+                await uow.commit()
+            if len(rows) < batch:
                 return result
-            for row in rows:
-                await _send_one(row, delivery, config, result)
-            await uow.commit()
-        if len(rows) < batch:
-            return result
+    finally:
+        await delivery.close()
 
 
 async def _send_one(row: OutboxMessage, delivery: Delivery, config: Config, result: DrainResult) -> None:

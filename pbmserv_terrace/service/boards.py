@@ -310,7 +310,7 @@ async def game_view(
         move_header=names,
         move_rows=rows,
         board=render_board(pos),
-        subscribers=[u.userid for u in await ctx.uow.watchers.subscribers(game.id)],
+        subscribers=[u.userid for u in await ctx.subscribers(game.id)],
         rating_lines=ctx.rating_lines,
         options_line=f"; {opts}" if opts else "",
         omitted_rounds=omitted + first_round,
@@ -349,7 +349,7 @@ async def mail_game(
     view = await game_view(ctx, game, notes=notes)
     body = render(template, game=view, headline=headline, comment=comment)
     users: list[User] = [s.user for s in game.seats]
-    users += await ctx.uow.watchers.subscribers(game.id)
+    users += await ctx.subscribers(game.id)
     if game.status != "active":
         users += await ctx.uow.watchers.notifiers(game.id)
         users += await ctx.uow.users.notify_all_users()

@@ -107,6 +107,16 @@ class Ctx:
         self.board: str = ""
         self.rating_lines: list[str] = []
         """rating changes of a game that just ended, for its mail"""
+        self._subscribers: dict[int, list[User]] = {}
+
+    async def subscribers(self, game_id: int) -> list[User]:
+        """A board's subscribers, read once per mail (every board mail shows them)."""
+        if game_id not in self._subscribers:
+            self._subscribers[game_id] = await self.uow.watchers.subscribers(game_id)
+        return self._subscribers[game_id]
+
+    def forget_subscribers(self, game_id: int) -> None:
+        self._subscribers.pop(game_id, None)
 
     @property
     def server_name(self) -> str:
@@ -200,7 +210,7 @@ class Service:
                     self._error(ctx, cmd, CommandError(cmd.comment), cmd.text)
                     results.append((cmd, cmd.comment))
                     continue
-                results.append((cmd, await self._run(ctx, cmd)))
+                results.append((cmd, await self._run(ctx, cmd, alone=len(parsed.commands) == 1)))
             queued = self._queue_replies(ctx, parsed.multiple, now)
             uow.inbound.record(mail.message_id, now, mail.sender, (parsed.source_line or "")[:200])
             await uow.commit()
@@ -216,12 +226,26 @@ class Service:
             outbox_ids=queued,
         )
 
-    async def _run(self, ctx: Ctx, cmd: Command) -> str | None:
+    async def _run(self, ctx: Ctx, cmd: Command, *, alone: bool = False) -> str | None:
         fn = HANDLERS.get((cmd.is_game, cmd.verb))
         if fn is None:
             self._error(ctx, cmd, CommandError(f"'{cmd.verb}' is not a command here; mail 'help' for the list"), cmd.text)
             return "unknown command"
         mark = len(ctx.out)
+        if alone:
+            # The mail's only command: on an error undo the whole transaction and start
+            # a fresh one for the error reply (cheaper than a savepoint per mail).
+            try:
+                await fn(ctx, cmd)
+                await ctx.uow.flush()
+            except CommandError as exc:
+                await ctx.uow.session.rollback()
+                await ctx.uow.session.begin()
+                ctx._subscribers.clear()
+                del ctx.out[mark:]
+                self._error(ctx, cmd, exc, cmd.text)
+                return exc.reason
+            return None
         savepoint = await ctx.uow.session.begin_nested()
         try:
             await fn(ctx, cmd)

@@ -306,9 +306,7 @@ async def _first_round_removal(ctx: Ctx, game: Game, seat: Seat, how: str, comme
     body = render("update.txt", game=view, headline=f"{leaving} {how}; the game restarts", comment=comment)
     from .boards import subject_for
 
-    ctx.send(
-        [s.user for s in audience] + await ctx.uow.watchers.subscribers(game.id), subject_for(game, comment=bool(comment)), body
-    )
+    ctx.send([s.user for s in audience] + await ctx.subscribers(game.id), subject_for(game, comment=bool(comment)), body)
 
 
 VOTES = {"propose": _propose, "accept": _accept, "reject": _reject, "undo": _undo, "resign": _resign}
@@ -420,7 +418,7 @@ async def chat(ctx: Ctx, cmd: Command) -> None:
     words = need(cmd, 3, 3)
     game, _ = await load_game(ctx, cmd, words[0], lock=False)
     user = await ctx.auth(words[1], words[2])
-    subscribers = await ctx.uow.watchers.subscribers(game.id)
+    subscribers = await ctx.subscribers(game.id)
     players = [s.user for s in game.seats]
     if user.id not in {u.id for u in players + subscribers}:
         raise _err(game, f"{user.userid} neither plays nor watches board {game.board_number}")
@@ -462,6 +460,7 @@ async def _subscription(ctx: Ctx, cmd: Command, on: bool) -> None:
     else:
         raise _err(game, f"{user.userid} does not watch board {game.board_number}")
     await ctx.uow.flush()
+    ctx.forget_subscribers(game.id)
     view = await game_view(ctx, game)
     what = "You now watch" if on else "You no longer watch"
     ctx.reply(f"{title} Board {game.board_number} {'subscribed' if on else 'unsubscribed'}", "update.txt", game=view,
