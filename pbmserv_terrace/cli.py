@@ -104,9 +104,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--print", action="store_true", help="write the replies to stdout as an mbox; send nothing")
     p.set_defaults(handler=_cmd_handle)
 
-    from .cli_server import register
+    from . import admin, cli_server
 
-    register(sub)
+    cli_server.register(sub)
+    admin.register(sub)
     return parser
 
 

@@ -24,7 +24,9 @@ def test_defaults_are_the_embedded_default(tmp_path, monkeypatch):
 def test_file_env_overrides_and_secret_files(tmp_path):
     secret = tmp_path / "imap.pw"
     secret.write_text("s3cret\n")
-    path = write(tmp_path, f"""
+    path = write(
+        tmp_path,
+        f"""
 [server]
 address = "games@club.test"
 database_url = "postgresql://pbm@db.test/pbm"
@@ -35,7 +37,8 @@ password_file = "{secret}"
 [smtp]
 host = "smtp.club.test"
 user = "games@club.test"
-""")
+""",
+    )
     cfg = load_config(path, {"PBMSERV_SMTP_PORT": "2587", "PBMSERV_POLL_INTERVAL": "30"})
     assert cfg.imap.password == "s3cret" and cfg.imap.port == 993
     assert cfg.smtp.port == 2587 and cfg.server.poll_interval == 30.0

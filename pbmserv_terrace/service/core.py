@@ -9,6 +9,7 @@ network; they append :class:`Mail` objects to the context.
 
 from __future__ import annotations
 
+import collections
 import functools
 import logging
 import time
@@ -18,7 +19,7 @@ from datetime import datetime
 
 from sqlalchemy.exc import IntegrityError
 
-from ..commands import Command, parse_mail
+from ..commands import Command, parse_mail, strip_subject
 from ..config import Config
 from ..mail.message import InboundMail, is_valid_address, never_answer, new_message_id
 from ..render import GAME_TITLES, render
@@ -53,7 +54,7 @@ class Mail:
 @dataclass
 class HandleResult:
     status: str
-    """ok | error | ignored | duplicate"""
+    """ok | error | ignored | duplicate | throttled | failed"""
     detail: str = ""
     replies: int = 0
     board: str = ""
@@ -150,6 +151,32 @@ class Ctx:
         return user
 
 
+class Throttle:
+    """Per-sender command counts in a sliding one-minute window (in this process).
+    ``check`` says ok, notice (the first mail over the limit) or drop."""
+
+    def __init__(self, per_minute: int) -> None:
+        self.per_minute = per_minute
+        self._times: dict[str, collections.deque[float]] = {}
+        self._noticed: dict[str, float] = {}
+
+    def check(self, sender: str, now: float) -> str:
+        times = self._times.setdefault(sender, collections.deque())
+        while times and times[0] <= now - 60:
+            times.popleft()
+        if len(self._times) > 50_000:  # forget quiet senders
+            for key in [k for k, v in self._times.items() if not v or v[-1] <= now - 60][:10_000]:
+                self._times.pop(key, None)
+                self._noticed.pop(key, None)
+        if len(times) >= self.per_minute:
+            if self._noticed.get(sender, -1e9) > now - 60:
+                return "drop"
+            self._noticed[sender] = now
+            return "notice"
+        times.append(now)
+        return "ok"
+
+
 @functools.cache
 def _dummy_hash() -> str:
     """A hash to verify against for unknown users, so they cost what a user costs."""
@@ -169,6 +196,7 @@ class Service:
         secret = config.server.secret.encode() or None
         self.passwords = passwords or PasswordCache(secret)
         self.dummy_hash = _dummy_hash()
+        self.throttle = Throttle(config.server.rate_limit_per_minute)
         from . import accounts, play, queries  # noqa: F401  (registers the handlers)
 
     async def run_timers(self, now: datetime | None = None) -> int:
@@ -196,10 +224,22 @@ class Service:
             return HandleResult("ignored", why)
         if not is_valid_address(mail.sender):
             return HandleResult("ignored", f"unusable sender address {mail.sender[:80]!r}")
+        verdict = self.throttle.check(mail.sender.lower(), time.monotonic())
         async with UnitOfWork(self.db) as uow:
             if await uow.inbound.seen(mail.message_id):
                 return HandleResult("duplicate", mail.message_id)
             ctx = Ctx(self, uow, mail, now)
+            if verdict != "ok":
+                # Over the limit: one notice, then silence; nothing else happens.
+                if verdict == "notice":
+                    limit = self.config.server.rate_limit_per_minute
+                    self._error(ctx, None, CommandError(
+                        f"you have sent more than {limit} commands in a minute; the server ignores your mail "
+                        "until a minute has passed (this notice is sent once)"), strip_subject(mail.subject))  # fmt: skip
+                queued = self._queue_replies(ctx, False, now)
+                uow.inbound.record(mail.message_id, now, mail.sender, "throttled")
+                await uow.commit()
+                return HandleResult("throttled", mail.sender, len(queued), outbox_ids=queued)
             parsed = parse_mail(mail.subject, mail.body)
             results: list[tuple[Command | None, str | None]] = []
             if parsed.error:

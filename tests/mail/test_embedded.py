@@ -15,7 +15,9 @@ from pbmserv_terrace.testing.postgres import free_port
 
 
 def cli(*args: str, cwd, env) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "pbmserv_terrace", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "pbmserv_terrace", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=60
+    )
 
 
 def test_embedded_default_plays_a_short_game(tmp_path):

@@ -95,6 +95,7 @@ WORDS = ["terrace", "terrace6x6", "move", "show", "challenge", "resign", "queue"
     body=st.text(max_size=400),
 )
 def test_random_mail_never_crashes_and_invalid_changes_nothing(h, subject, body):
+    h.service.throttle.per_minute = 10**9  # hundreds of mails from one sender here
     before = snapshot(h)
     replies = h.send("ann", subject, body)
     result = h.last
@@ -105,3 +106,13 @@ def test_random_mail_never_crashes_and_invalid_changes_nothing(h, subject, body)
     # one reply per recipient (each address gets one mail per command)
     counts = Counter(r.to for r in replies)
     assert all(c == 1 for c in counts.values()), counts
+
+
+def test_a_flooding_sender_is_throttled_with_one_notice(h):
+    h.service.throttle.per_minute = 5
+    replies = [h.send("zed", "help") for _ in range(12)]
+    assert [len(r) for r in replies[:5]] == [1] * 5
+    assert len(replies[5]) == 1 and "more than 5 commands in a minute" in replies[5][0].body
+    assert all(r == [] for r in replies[6:]) and h.last.status == "throttled"
+    # other players are not affected
+    assert "Summary of Terrace Board 101" in h.send("ben", "terrace show 101")[0].body

@@ -1,0 +1,363 @@
+"""``pbmserv-terrace admin …``: the operator's tools.
+
+games / game / users / user      look around
+reset-password USER NEWPASSWORD  for a player who forgot theirs
+remove TYPE BOARD                take a board out of play (players are told)
+replay [FILE ...]                run failed mails again (IMAP 'failed' folder or the failed/ directory)
+resend [--failed]                put failed or waiting replies back in the outbox queue, due now
+export TYPE BOARD|--all DIR      a game's moves and final position as text
+backup FILE / restore FILE       the whole database as JSON lines (SQLite or PostgreSQL, either way)
+
+Every command checks its arguments and says what is wrong; long work prints progress
+to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import base64
+import json
+import sys
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import func, insert, select, text, update
+
+from .config import Config
+from .mail.message import InboundMail
+from .rules import render_board
+from .store import Base, Database, Game, OutboxMessage, UnitOfWork, User, utcnow
+
+BACKUP_FORMAT = "pbmserv-terrace-backup"
+
+
+class AdminError(Exception):
+    pass
+
+
+def progress(done: int, total: int, what: str) -> None:
+    if total >= 10 and (done % max(1, total // 20) == 0 or done == total):
+        print(f"  {what}: {done}/{total}", file=sys.stderr, flush=True)
+
+
+async def _game(uow: UnitOfWork, game_type: str, number: str, lock: bool = False) -> Game:
+    if game_type not in ("terrace", "terrace6x6"):
+        raise AdminError(f"game type must be terrace or terrace6x6, not {game_type!r}")
+    if not number.isdigit():
+        raise AdminError(f"{number!r} is not a board number")
+    game = await uow.games.get(game_type, int(number), lock=lock)
+    if game is None:
+        raise AdminError(f"there is no {game_type} board {number}")
+    return game
+
+
+# ------------------------------------------------------------------ looking
+async def games(db: Database, args: argparse.Namespace) -> None:
+    async with UnitOfWork(db) as uow:
+        stmt = select(Game).order_by(Game.game_type, Game.board_number)
+        if args.status != "all":
+            stmt = stmt.where(Game.status == args.status)
+        rows = (await uow.session.execute(stmt.limit(args.limit))).scalars().all()
+        for g in rows:
+            players = " ".join(s.user.userid for s in g.seats)
+            print(
+                f"{g.game_type:<11} {g.board_number:>6}  {g.status:<8} ply {g.ply:>4}  {g.variant:<7} {players}  {g.result or ''}"
+            )
+        if not rows:
+            print("(no boards)")
+
+
+async def game(db: Database, args: argparse.Namespace) -> None:
+    from .rules import parse_tpn
+
+    async with UnitOfWork(db) as uow:
+        g = await _game(uow, args.game_type, args.board)
+        print(f"{g.game_type} board {g.board_number}: {g.status} {g.result or ''}")
+        print(
+            f"variant {g.variant}, options {g.options}, rated {g.rated}, ply {g.ply}, last move {g.last_move_at:%Y-%m-%d %H:%M}"
+        )
+        for s in g.seats:
+            print(
+                f"  seat {s.seat}: {s.user.userid} active={s.active} queued={s.queued_moves} clock={s.clock_seconds / 3600:.1f}h"
+            )
+        print(f"position {g.position}")
+        print(render_board(parse_tpn(g.position, 6 if g.game_type == "terrace6x6" else 8)))
+
+
+async def users(db: Database, args: argparse.Namespace) -> None:
+    async with UnitOfWork(db) as uow:
+        rows = (await uow.session.execute(select(User).order_by(User.userid).limit(args.limit))).scalars().all()
+        for u in rows:
+            state = "deleted" if u.password_hash.startswith("!") else "signed off" if u.signed_off else "active"
+            print(f"{u.userid:<20} {state:<10} {', '.join(u.addresses)}")
+        if not rows:
+            print("(no users)")
+
+
+async def user(db: Database, args: argparse.Namespace) -> None:
+    async with UnitOfWork(db) as uow:
+        u = await uow.users.get(args.userid)
+        if u is None:
+            raise AdminError(f"there is no user {args.userid!r}")
+        print(f"{u.userid}: addresses {u.addresses}, signed off {u.signed_off}, vacation {u.vacation}, "
+              f"accepts challenges {u.accept_challenges}, limit {u.challenge_limit}, since {u.created_at:%Y-%m-%d}")  # fmt: skip
+        for g in await uow.games.for_users([u.id]):
+            print(f"  {g.game_type} {g.board_number}: {g.status} {g.result or ''}")
+
+
+# ------------------------------------------------------------------ changing
+async def reset_password(db: Database, args: argparse.Namespace) -> None:
+    from .service.accounts import check_password
+    from .service.core import CommandError
+    from .service.passwords import hash_password
+
+    try:
+        check_password(args.password)
+    except CommandError as exc:
+        raise AdminError(exc.reason) from None
+    async with UnitOfWork(db) as uow:
+        u = await uow.users.get(args.userid)
+        if u is None or u.password_hash.startswith("!"):
+            raise AdminError(f"there is no (undeleted) user {args.userid!r}")
+        u.password_hash = hash_password(args.password)
+        await uow.commit()
+    print(f"password of {args.userid.lower()} reset")
+
+
+async def remove(db: Database, config: Config, args: argparse.Namespace) -> None:
+    from .service import Service
+    from .service.boards import mail_game
+    from .service.core import Ctx
+
+    service = Service(db, config)
+    async with UnitOfWork(db) as uow:
+        g = await _game(uow, args.game_type, args.board, lock=True)
+        if g.status != "active":
+            raise AdminError(f"board {g.board_number} is not active ({g.status})")
+        g.status, g.result, g.finished_at, g.deadline_at = "removed", f"removed by the operator: {args.reason}", utcnow(), None
+        ctx = Ctx(service, uow, InboundMail(config.server.address, "", "", "<admin>"), utcnow())
+        await mail_game(ctx, g, headline=f"the board was removed by the operator ({args.reason})")
+        service._queue_replies(ctx, False, utcnow())
+        await uow.commit()
+    print(f"{args.game_type} board {args.board} removed; the players are told")
+
+
+async def resend(db: Database, args: argparse.Namespace) -> None:
+    states = ["failed", "pending"] if args.failed else ["pending"]
+    async with UnitOfWork(db) as uow:
+        stmt = update(OutboxMessage).where(OutboxMessage.state.in_(states)).values(state="pending", next_attempt_at=utcnow())
+        result = await uow.session.execute(stmt.execution_options(synchronize_session=False))
+        await uow.commit()
+    count = getattr(result, "rowcount", 0)
+    print(f"{count} replies queued to go out now (a running serve sends them within seconds)")
+
+
+async def replay(db: Database, config: Config, args: argparse.Namespace) -> None:
+    """Failed mails again: files given, or every .eml in the failed directory, or
+    (with IMAP configured) every message in the IMAP failed folder, moved back to the inbox."""
+    if config.uses_imap and not args.files:
+        from .mail.imap import connect
+
+        client = await connect(config)
+        try:
+            resp = await client.select(config.imap.failed_folder)
+            if resp.result != "OK":
+                raise AdminError(f"no IMAP folder {config.imap.failed_folder!r}")
+            search = await client.uid_search("ALL")
+            uids = [x.decode() for line in search.lines[:-1] for x in bytes(line).split() if x.isdigit()]
+            for i, uid in enumerate(uids, 1):
+                await client.uid("store", uid, "-FLAGS.SILENT", r"(\Seen)")
+                await client.uid("move", uid, config.imap.inbox)
+                progress(i, len(uids), "moved back to the inbox")
+            print(f"{len(uids)} failed mails moved back to {config.imap.inbox}; serve processes them next")
+        finally:
+            await client.logout()
+        return
+    from .pipe import handle_raw
+    from .service import Service
+
+    folder = Path(config.imap.failed_folder)
+    files = [Path(f) for f in args.files] or sorted(folder.glob("*.eml"))
+    if not files:
+        print(f"no failed mails in {folder}/")
+        return
+    service = Service(db, config)
+    ok = 0
+    for i, path in enumerate(files, 1):
+        if not path.exists():
+            raise AdminError(f"{path} does not exist")
+        result = await handle_raw(config, path.read_bytes(), service=service)
+        print(f"{path.name}: {result.status} {result.detail}")
+        if result.status != "failed":
+            ok += 1
+            done = path.with_suffix(".replayed")
+            path.rename(done)
+        progress(i, len(files), "replayed")
+    print(f"{ok} of {len(files)} mails replayed")
+
+
+async def export(db: Database, args: argparse.Namespace) -> None:
+    out = Path(args.dir)
+    out.mkdir(parents=True, exist_ok=True)
+    async with UnitOfWork(db) as uow:
+        if args.board == "--all" or args.board == "all":
+            stmt = select(Game).where(Game.game_type == args.game_type).order_by(Game.board_number)
+            targets = list((await uow.session.execute(stmt)).scalars())
+        else:
+            targets = [await _game(uow, args.game_type, args.board)]
+        for i, g in enumerate(targets, 1):
+            from .rules import parse_tpn
+
+            moves = await uow.moves.of_game(g.id)
+            names = {s.seat: s.user.userid for s in g.seats}
+            lines = [f"{g.game_type} board {g.board_number} ({g.variant}): {' vs '.join(names.values())}",
+                     f"Result: {g.result or 'in progress'}", f"Start: {g.start_position}", ""]  # fmt: skip
+            lines += [f"{m.ply:>4}. {names.get(m.seat, m.seat)}: {m.move}{' (Auto)' if m.auto else ''}" for m in moves]
+            lines += [
+                "",
+                f"Final position: {g.position}",
+                "",
+                render_board(parse_tpn(g.position, 6 if g.game_type == "terrace6x6" else 8)),
+            ]
+            (out / f"{g.game_type}-{g.board_number}.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+            progress(i, len(targets), "exported")
+    print(f"{len(targets)} games written to {out}/")
+
+
+# ------------------------------------------------------------ backup/restore
+def _encode(value: Any) -> Any:
+    if isinstance(value, datetime):
+        return {"$dt": value.isoformat()}
+    if isinstance(value, bytes):
+        return {"$b64": base64.b64encode(value).decode()}
+    return value
+
+
+def _decode(value: Any) -> Any:
+    if isinstance(value, dict) and "$dt" in value:
+        return datetime.fromisoformat(value["$dt"])
+    if isinstance(value, dict) and "$b64" in value:
+        return base64.b64decode(value["$b64"])
+    return value
+
+
+async def backup(db: Database, args: argparse.Namespace) -> None:
+    path = Path(args.file)
+    async with db.engine.connect() as conn:
+        revision = (await conn.execute(text("SELECT version_num FROM alembic_version"))).scalar_one()
+        tables = Base.metadata.sorted_tables
+        with path.open("w", encoding="utf-8") as f:
+            f.write(
+                json.dumps({"format": BACKUP_FORMAT, "version": 1, "schema": revision, "tables": [t.name for t in tables]}) + "\n"
+            )
+            total = 0
+            for table in tables:
+                rows = (await conn.execute(select(table))).mappings().all()
+                for row in rows:
+                    f.write(json.dumps({"t": table.name, "r": {k: _encode(v) for k, v in row.items()}}) + "\n")
+                total += len(rows)
+                print(f"  {table.name}: {len(rows)} rows", file=sys.stderr)
+    print(f"backup of {total} rows (schema {revision}) written to {path}")
+
+
+async def restore(db: Database, args: argparse.Namespace) -> None:
+    path = Path(args.file)
+    if not path.exists():
+        raise AdminError(f"{path} does not exist")
+    with path.open(encoding="utf-8") as f:
+        header = json.loads(f.readline() or "{}")
+        if header.get("format") != BACKUP_FORMAT:
+            raise AdminError(f"{path} is not a pbmserv-terrace backup")
+        await db.migrate(header["schema"])
+        async with db.engine.begin() as conn:
+            if (await conn.execute(select(func.count()).select_from(User))).scalar_one():
+                raise AdminError("the target database already has users; restore only into an empty database")
+            await conn.execute(text("DELETE FROM board_counters"))
+            batch: dict[str, list[dict[str, Any]]] = {}
+            count = 0
+            for line in f:
+                item = json.loads(line)
+                batch.setdefault(item["t"], []).append({k: _decode(v) for k, v in item["r"].items()})
+                count += 1
+            for table in Base.metadata.sorted_tables:
+                rows = batch.get(table.name, [])
+                for start in range(0, len(rows), 1000):
+                    await conn.execute(insert(table), rows[start : start + 1000])
+                if rows:
+                    print(f"  {table.name}: {len(rows)} rows", file=sys.stderr)
+            if db.engine.dialect.name == "postgresql":
+                for table in Base.metadata.sorted_tables:
+                    if "id" in table.c and table.c.id.autoincrement is not False and table.c.id.primary_key:
+                        await conn.execute(text(
+                            f"SELECT setval(pg_get_serial_sequence('{table.name}', 'id'), COALESCE((SELECT max(id) FROM {table.name}), 1))"
+                        ))  # fmt: skip
+    await db.migrate()
+    print(f"restored {count} rows from {path}")
+
+
+# -------------------------------------------------------------------- wiring
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    admin = sub.add_parser("admin", help="operator tools (games, users, replay, resend, export, backup, restore, ...)")
+    admin.add_argument("--config", help="TOML config file (default ./pbmserv.toml if present)")
+    asub = admin.add_subparsers(dest="admin_command", required=True, metavar="ADMIN_COMMAND")
+    p = asub.add_parser("games", help="list boards")
+    p.add_argument("--status", default="active", choices=["active", "won", "draw", "removed", "all"])
+    p.add_argument("--limit", type=int, default=1000)
+    p = asub.add_parser("game", help="show one board")
+    p.add_argument("game_type")
+    p.add_argument("board")
+    p = asub.add_parser("users", help="list users")
+    p.add_argument("--limit", type=int, default=10000)
+    p = asub.add_parser("user", help="show one user")
+    p.add_argument("userid")
+    p = asub.add_parser("reset-password", help="set a user's password")
+    p.add_argument("userid")
+    p.add_argument("password")
+    p = asub.add_parser("remove", help="remove a board from play")
+    p.add_argument("game_type")
+    p.add_argument("board")
+    p.add_argument("--reason", default="administrative decision")
+    p = asub.add_parser("replay", help="process failed mails again")
+    p.add_argument("files", nargs="*", help=".eml files (default: the failed directory or IMAP folder)")
+    p = asub.add_parser("resend", help="send waiting replies now (with --failed also the failed ones)")
+    p.add_argument("--failed", action="store_true")
+    p = asub.add_parser("export", help="write games (moves and final position) as text files")
+    p.add_argument("game_type")
+    p.add_argument("board", help="a board number, or all")
+    p.add_argument("dir")
+    p = asub.add_parser("backup", help="write the whole database to a file (JSON lines)")
+    p.add_argument("file")
+    p = asub.add_parser("restore", help="load a backup into an empty database")
+    p.add_argument("file")
+    admin.set_defaults(handler=cmd_admin)
+
+
+def cmd_admin(args: argparse.Namespace) -> int:
+    from .cli_server import CliError, _config
+
+    config = _config(args)
+
+    async def run() -> None:
+        db = Database(config.server.database_url)
+        try:
+            if args.admin_command not in ("restore",):
+                await db.migrate()
+            command = args.admin_command
+            if command in ("remove", "replay"):
+                await {"remove": remove, "replay": replay}[command](db, config, args)
+            else:
+                handler = {
+                    "games": games, "game": game, "users": users, "user": user, "reset-password": reset_password,
+                    "resend": resend, "export": export, "backup": backup, "restore": restore,
+                }[command]  # fmt: skip
+                await handler(db, args)
+        finally:
+            await db.close()
+
+    try:
+        asyncio.run(run())
+    except AdminError as exc:
+        raise CliError(str(exc)) from None
+    return 0
