@@ -232,7 +232,7 @@ class Service:
             if verdict != "ok":
                 # Over the limit: one notice, then silence; nothing else happens.
                 if verdict == "notice":
-                    limit = self.config.server.rate_limit_per_minute
+                    limit = self.throttle.per_minute
                     self._error(ctx, None, CommandError(
                         f"you have sent more than {limit} commands in a minute; the server ignores your mail "
                         "until a minute has passed (this notice is sent once)"), strip_subject(mail.subject))  # fmt: skip
