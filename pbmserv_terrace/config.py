@@ -224,9 +224,9 @@ def _validate(cfg: Config) -> None:
                 raise ConfigError("imap.user: required when imap.host is set")
         if not 0 <= target.port <= 65535:
             raise ConfigError(f"{section}.port: {target.port} is not a port number")
-    if cfg.uses_imap != cfg.uses_smtp:
-        missing = "smtp.host" if cfg.uses_imap else "imap.host"
-        raise ConfigError(f"{missing}: set both imap.host and smtp.host for real mail, or neither for the embedded default")
+    if cfg.uses_imap and not cfg.uses_smtp:
+        raise ConfigError("smtp.host: set both imap.host and smtp.host for real mail, or neither for the embedded default")
+    # smtp without imap is pipe mode: mail arrives through `handle`, replies leave over SMTP
     if not 0 < cfg.embedded.listen_port <= 65535:
         raise ConfigError(f"embedded.listen_port: {cfg.embedded.listen_port} is not a port number")
     if cfg.timers.nagtime <= 0 or cfg.timers.forfeittime <= 0:

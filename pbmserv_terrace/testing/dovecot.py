@@ -222,12 +222,24 @@ class _RelayHandler:
 
 
 class LmtpRelay:
-    """SMTP on 127.0.0.1:port → LMTP into Dovecot (threaded aiosmtpd Controller)."""
+    """SMTP on 127.0.0.1:port → LMTP into Dovecot (threaded aiosmtpd Controller).
+    With ``logins`` it offers AUTH PLAIN/LOGIN (without TLS, loopback only) and
+    accepts those user/password pairs; mail without AUTH is accepted too."""
 
-    def __init__(self, dovecot: DovecotServer) -> None:
+    def __init__(self, dovecot: DovecotServer, logins: dict[str, str] | None = None) -> None:
         self.handler = _RelayHandler(dovecot)
         self.port = free_port()
-        self.controller = Controller(self.handler, hostname="127.0.0.1", port=self.port)
+        self.logins = dict(logins or {})
+        kwargs: dict[str, Any] = {}
+        if logins:
+            kwargs = {"authenticator": self._authenticate, "auth_require_tls": False}
+        self.controller = Controller(self.handler, hostname="127.0.0.1", port=self.port, **kwargs)
+
+    def _authenticate(self, server: Any, session: Any, envelope: Any, mechanism: str, auth_data: Any) -> Any:
+        from aiosmtpd.smtp import AuthResult, LoginPassword
+
+        ok = isinstance(auth_data, LoginPassword) and self.logins.get(auth_data.login.decode()) == auth_data.password.decode()
+        return AuthResult(success=ok)
 
     def start(self) -> LmtpRelay:
         self.controller.start()
