@@ -1,0 +1,96 @@
+"""Operator commands (issue 5), as the operator runs them, on a SQLite database."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pbmserv_terrace.pipe import save_failed
+
+
+def run(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PBMSERV_")}
+    env["PBMSERV_DATABASE_URL"] = f"sqlite:///{tmp_path}/club.db"
+    return subprocess.run([sys.executable, "-m", "pbmserv_terrace", *args], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+
+
+def eml(sender: str, subject: str, n: int) -> bytes:
+    return f"From: {sender}\r\nSubject: {subject}\r\nMessage-ID: <adm{n}@x>\r\n\r\n\r\n".encode()
+
+
+@pytest.fixture
+def club(tmp_path: Path) -> Path:
+    for n, (sender, subject) in enumerate(
+        [("ann@x.test", "signup ann pw"), ("ben@x.test", "signup ben pw"), ("ann@x.test", "terrace challenge ann ben"),
+         ("ann@x.test", "terrace move 101 ann pw d2-e3"), ("ann@x.test", "terrace challenge ann ben -short")]
+    ):  # fmt: skip
+        env = {k: v for k, v in os.environ.items() if not k.startswith("PBMSERV_")}
+        env["PBMSERV_DATABASE_URL"] = f"sqlite:///{tmp_path}/club.db"
+        out = subprocess.run([sys.executable, "-m", "pbmserv_terrace", "handle", "--print"], input=eml(sender, subject, n),
+                             cwd=tmp_path, env=env, capture_output=True, timeout=120)  # fmt: skip
+        assert out.returncode == 0
+    return tmp_path
+
+
+def test_listing_and_showing(club):
+    games = run(club, "admin", "games").stdout
+    assert "terrace" in games and "101" in games and "102" in games and "ann ben" in games
+    assert "ann" in run(club, "admin", "users").stdout
+    game = run(club, "admin", "game", "terrace", "101").stdout
+    assert "ply 1" in game and "C" in game and "+---+" in game
+    assert "terrace 101: active" in run(club, "admin", "user", "ann").stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["admin", "game", "chess", "101"], "game type must be terrace or terrace6x6"),
+        (["admin", "game", "terrace", "abc"], "is not a board number"),
+        (["admin", "game", "terrace", "999"], "there is no terrace board 999"),
+        (["admin", "user", "nobody"], "there is no user"),
+        (["admin", "reset-password", "nobody", "pw"], "there is no (undeleted) user"),
+        (["admin", "reset-password", "ann", "has space"], "a password is"),
+        (["admin", "remove", "terrace", "999"], "there is no terrace board 999"),
+        (["admin", "restore", "missing.jsonl"], "does not exist"),
+        (["admin", "replay", "missing.eml"], "does not exist"),
+    ],
+)
+def test_bad_arguments_are_clear_errors(club, args, message):
+    out = run(club, *args)
+    assert out.returncode == 2 and message in out.stderr and "Traceback" not in out.stderr
+
+
+def test_reset_password_remove_export_resend(club):
+    assert "reset" in run(club, "admin", "reset-password", "ann", "fresh").stdout
+    assert "removed" in run(club, "admin", "remove", "terrace", "102", "--reason", "test").stdout
+    assert "removed" in run(club, "admin", "games", "--status", "removed").stdout
+    out = run(club, "admin", "export", "terrace", "all", "games")
+    assert "2 games written" in out.stdout
+    text = (club / "games" / "terrace-101.txt").read_text()
+    assert "1. ann: C-d2-e3" in text and "Final position: DDCCBBAT/AABBCCDD/8/8/8/4c3/ddc1bbaa/tabbccdd 2" in text
+    assert "replies queued" in run(club, "admin", "resend", "--failed").stdout
+
+
+def test_replay_of_a_failed_mail(club):
+    path = save_failed(eml("ben@x.test", "terrace show 101", 99), club / "failed", "RuntimeError: simulated")
+    out = run(club, "admin", "replay")
+    assert f"{path.name}: ok" in out.stdout and "1 of 1 mails replayed" in out.stdout
+    assert path.with_suffix(".replayed").exists()
+
+
+def test_backup_restore_into_a_fresh_sqlite(club):
+    assert "written to b.jsonl" in run(club, "admin", "backup", "b.jsonl").stdout
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PBMSERV_")}
+    env["PBMSERV_DATABASE_URL"] = f"sqlite:///{club}/fresh.db"
+    restore = subprocess.run([sys.executable, "-m", "pbmserv_terrace", "admin", "restore", "b.jsonl"], cwd=club, env=env,
+                             capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert restore.returncode == 0, restore.stderr
+    again = subprocess.run([sys.executable, "-m", "pbmserv_terrace", "admin", "restore", "b.jsonl"], cwd=club, env=env,
+                           capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert again.returncode == 2 and "only into an empty database" in again.stderr
+    games = subprocess.run([sys.executable, "-m", "pbmserv_terrace", "admin", "games"], cwd=club, env=env, capture_output=True, text=True)
+    assert "101" in games.stdout and "102" in games.stdout
