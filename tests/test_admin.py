@@ -15,7 +15,9 @@ from pbmserv_terrace.pipe import save_failed
 def run(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PBMSERV_")}
     env["PBMSERV_DATABASE_URL"] = f"sqlite:///{tmp_path}/club.db"
-    return subprocess.run([sys.executable, "-m", "pbmserv_terrace", *args], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "pbmserv_terrace", *args], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
+    )
 
 
 def eml(sender: str, subject: str, n: int) -> bytes:
@@ -92,5 +94,7 @@ def test_backup_restore_into_a_fresh_sqlite(club):
     again = subprocess.run([sys.executable, "-m", "pbmserv_terrace", "admin", "restore", "b.jsonl"], cwd=club, env=env,
                            capture_output=True, text=True, timeout=120)  # fmt: skip
     assert again.returncode == 2 and "only into an empty database" in again.stderr
-    games = subprocess.run([sys.executable, "-m", "pbmserv_terrace", "admin", "games"], cwd=club, env=env, capture_output=True, text=True)
+    games = subprocess.run(
+        [sys.executable, "-m", "pbmserv_terrace", "admin", "games"], cwd=club, env=env, capture_output=True, text=True
+    )
     assert "101" in games.stdout and "102" in games.stdout

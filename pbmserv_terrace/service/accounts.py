@@ -37,7 +37,12 @@ def check_userid(userid: str) -> str:
 
 
 def check_password(password: str) -> str:
-    if not 1 <= len(password) <= 128 or any(c in password for c in "\"':") or not password.isprintable() or any(c.isspace() for c in password):
+    if (
+        not 1 <= len(password) <= 128
+        or any(c in password for c in "\"':")
+        or not password.isprintable()
+        or any(c.isspace() for c in password)
+    ):
         raise CommandError("a password is 1-128 printable characters without spaces, quotes or colons")
     return password
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import collections
 import functools
 import logging
+import re
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -27,6 +28,7 @@ from ..store import Database, OutboxMessage, UnitOfWork, User, utcnow
 from .passwords import PasswordCache, hash_password
 
 log = logging.getLogger("pbmserv.service")
+_ERROR_SUBJECT = re.compile(r"^(?:terrace(?:6x6)?\s+(?:board\s+\d+\s+)?error|.*: results of multiple)$", re.IGNORECASE)
 
 
 class CommandError(Exception):
@@ -143,11 +145,18 @@ class Ctx:
         """The user, if the password is right; the same error for unknown users and
         wrong passwords, after the same (slow) work."""
         self.user = userid.lower()
+        guard = self.service.guessing
+        wait = guard.locked_for(self.user, time.monotonic())
+        if wait:
+            unit = "minute" if wait == 1 else "minutes"
+            raise CommandError(f"too many wrong passwords for {self.user[:32]}; try again in {wait} {unit}")
         user = await self.uow.users.get(userid)
         stored = user.password_hash if user is not None else self.service.dummy_hash
         ok = self.service.passwords.check(userid.lower(), stored, password)
         if user is None or not ok or user.password_hash.startswith("!"):
+            guard.failed(self.user, time.monotonic())
             raise CommandError("the userid or the password is not correct")
+        guard.succeeded(self.user)
         return user
 
 
@@ -177,6 +186,36 @@ class Throttle:
         return "ok"
 
 
+class GuessGuard:
+    """Slows password guessing against one userid (known or not, alike): after
+    FREE wrong passwords within WINDOW seconds, every further attempt must wait
+    1, 2, 4 … (at most 60) minutes after the last failure."""
+
+    FREE, WINDOW = 5, 900.0
+
+    def __init__(self) -> None:
+        self._failures: dict[str, list[float]] = {}
+
+    def failed(self, userid: str, now: float) -> None:
+        recent = [t for t in self._failures.get(userid, []) if t > now - self.WINDOW]
+        recent.append(now)
+        self._failures[userid] = recent[-64:]
+        if len(self._failures) > 100_000:
+            self._failures.pop(next(iter(self._failures)))
+
+    def succeeded(self, userid: str) -> None:
+        self._failures.pop(userid, None)
+
+    def locked_for(self, userid: str, now: float) -> int:
+        """Minutes still to wait (0 = may try)."""
+        recent = [t for t in self._failures.get(userid, []) if t > now - max(self.WINDOW, 3600.0)]
+        extra = len(recent) - self.FREE
+        if extra < 0:
+            return 0
+        until = recent[-1] + 60.0 * min(60, 2**extra)
+        return 0 if until <= now else int((until - now) // 60) + 1
+
+
 @functools.cache
 def _dummy_hash() -> str:
     """A hash to verify against for unknown users, so they cost what a user costs."""
@@ -197,6 +236,7 @@ class Service:
         self.passwords = passwords or PasswordCache(secret)
         self.dummy_hash = _dummy_hash()
         self.throttle = Throttle(config.server.rate_limit_per_minute)
+        self.guessing = GuessGuard()
         from . import accounts, play, queries  # noqa: F401  (registers the handlers)
 
     async def run_timers(self, now: datetime | None = None) -> int:
@@ -299,6 +339,12 @@ class Service:
         return None
 
     def _error(self, ctx: Ctx, cmd: Command | None, exc: CommandError, line: str) -> None:
+        if _ERROR_SUBJECT.match(strip_subject(ctx.mail.subject)):
+            # A reply to one of our error mails that holds no valid command: an
+            # auto-responder, or a person who only wants to comment.  Answering it
+            # with another error could start a mail loop, so it stays unanswered.
+            log.info("not answering %s: a reply to an error mail (%s)", ctx.mail.message_id, exc.reason)
+            return
         title = game_title(exc.game_type or (cmd.game_type if cmd else None))
         subject = f"{title} Board {exc.board} Error" if exc.board else f"{title} error"
         usage = exc.usage or (usage_of(cmd) if cmd else "")

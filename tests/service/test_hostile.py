@@ -116,3 +116,27 @@ def test_a_flooding_sender_is_throttled_with_one_notice(h):
     assert all(r == [] for r in replies[6:]) and h.last.status == "throttled"
     # other players are not affected
     assert "Summary of Terrace Board 101" in h.send("ben", "terrace show 101")[0].body
+
+
+def test_password_guessing_is_slowed(h):
+    for _ in range(5):
+        assert "not correct" in h.send("eve", "terrace move 101 ann guess d2-e3")[0].body
+    locked = h.send("eve", "terrace move 101 ann guess d2-e3")[0].body
+    assert "too many wrong passwords for ann; try again in 1 minute" in locked
+    # even the right password waits; other users are not affected
+    assert "too many wrong passwords" in h.move(101, "ann", "d2-e3")[0].body
+    assert "not your turn" in h.move(101, "ben", "d7-d6")[0].body
+    # unknown userids are treated alike
+    for _ in range(6):
+        last = h.send("eve", "terrace move 101 nosuch guess d2-e3")[0].body
+    assert "too many wrong passwords for nosuch" in last
+
+
+def test_auto_responder_does_not_start_a_mail_loop(h):
+    first = h.send("bot", "Hello there", "Please buy our product")
+    assert len(first) == 1 and first[0].subject == "Terrace error"
+    # an auto-responder without Auto-Submitted headers answers our error mail ...
+    echo = h.send("bot", f"Re: {first[0].subject}", "Thank you for your mail, I am away.\n\n> " + first[0].body[:50])
+    assert echo == [] and h.last.status == "error"
+    echo = h.send("bot", "AW: Terrace Board 101 Error", "Automatische Antwort")
+    assert echo == []
