@@ -35,16 +35,26 @@ def nested(depth: int) -> str:
 
 BIG = base64.encodebytes(os.urandom(10 * 1024 * 1024 // 4 * 3)).decode().replace("\n", "\r\n")
 CORPUS = {
-    "bad-boundary": head(extra='Content-Type: multipart/mixed; boundary="nope"\r\n\r\n--wrong\r\nContent-Type: text/plain\r\n\r\nhello\r\n--wrong--\r\n'),
-    "no-closing-boundary": head(extra='Content-Type: multipart/alternative; boundary="b"\r\n\r\n--b\r\nContent-Type: text/plain\r\n\r\nhi\r\n'),
-    "unknown-charset": head(extra="Content-Type: text/plain; charset=x-klingon-9\r\nContent-Transfer-Encoding: 8bit\r\n\r\n\xff\xfe caf\xe9\r\n"),
-    "wrong-charset": head(extra="Content-Type: text/plain; charset=utf-8\r\nContent-Transfer-Encoding: 8bit\r\n\r\nTr\xe8s \xe0 bient\xf4t\r\n"),
+    "bad-boundary": head(
+        extra='Content-Type: multipart/mixed; boundary="nope"\r\n\r\n--wrong\r\nContent-Type: text/plain\r\n\r\nhello\r\n--wrong--\r\n'
+    ),
+    "no-closing-boundary": head(
+        extra='Content-Type: multipart/alternative; boundary="b"\r\n\r\n--b\r\nContent-Type: text/plain\r\n\r\nhi\r\n'
+    ),
+    "unknown-charset": head(
+        extra="Content-Type: text/plain; charset=x-klingon-9\r\nContent-Transfer-Encoding: 8bit\r\n\r\n\xff\xfe caf\xe9\r\n"
+    ),
+    "wrong-charset": head(
+        extra="Content-Type: text/plain; charset=utf-8\r\nContent-Transfer-Encoding: 8bit\r\n\r\nTr\xe8s \xe0 bient\xf4t\r\n"
+    ),
     "broken-base64": head(extra="Content-Type: text/plain\r\nContent-Transfer-Encoding: base64\r\n\r\n!!!not*base64===\r\n"),
     "broken-qp": head(extra="Content-Type: text/plain\r\nContent-Transfer-Encoding: quoted-printable\r\n\r\n=ZZ=\r\n=4\r\n"),
     "huge-header": head(extra="X-Huge: " + "a" * 200_000 + "\r\n\r\nbody\r\n"),
     "many-headers": head(extra="".join(f"X-H{i}: {i}\r\n" for i in range(5000)) + "\r\nbody\r\n"),
-    "ten-mb-attachment": head(extra='Content-Type: multipart/mixed; boundary="z"\r\n\r\n--z\r\nContent-Type: text/plain\r\n\r\nsee attachment\r\n'
-                          f'--z\r\nContent-Type: application/octet-stream\r\nContent-Transfer-Encoding: base64\r\n\r\n{BIG}\r\n--z--\r\n'),
+    "ten-mb-attachment": head(
+        extra='Content-Type: multipart/mixed; boundary="z"\r\n\r\n--z\r\nContent-Type: text/plain\r\n\r\nsee attachment\r\n'
+        f"--z\r\nContent-Type: application/octet-stream\r\nContent-Transfer-Encoding: base64\r\n\r\n{BIG}\r\n--z--\r\n"
+    ),
     "deep-nesting": head(extra=nested(120)),
     "encoded-word-garbage": head(subject="=?utf-8?q?terrace_show_101?= =?bogus?x?zz?= =?utf-8?b?////?=", extra="\r\nbody\r\n"),
     "no-from": "Subject: help\r\nMessage-ID: <nofrom@broken>\r\n\r\nhi\r\n",
@@ -88,13 +98,20 @@ def test_broken_mail_is_handled(h, name):
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(
-    headers=st.lists(st.tuples(st.sampled_from(["Subject", "From", "Content-Type", "Content-Transfer-Encoding", "MIME-Version", "X-Y"]),
-                               st.text(max_size=60)), max_size=8),
+    headers=st.lists(
+        st.tuples(
+            st.sampled_from(["Subject", "From", "Content-Type", "Content-Transfer-Encoding", "MIME-Version", "X-Y"]),
+            st.text(max_size=60),
+        ),
+        max_size=8,
+    ),
     body=st.binary(max_size=2000),
 )
 def test_random_raw_mail(h, headers, body):
     h.service.throttle.per_minute = 10**9
-    raw = b"".join(f"{k}: {v}".encode("utf-8", "surrogateescape").replace(b"\r", b" ").replace(b"\n", b" ") + b"\r\n" for k, v in headers)
+    raw = b"".join(
+        f"{k}: {v}".encode("utf-8", "surrogateescape").replace(b"\r", b" ").replace(b"\n", b" ") + b"\r\n" for k, v in headers
+    )
     before = snapshot(h)
     h.raw(raw + b"\r\n" + body)
     assert h.last.status in ("ok", "error", "ignored", "duplicate"), h.last
@@ -125,7 +142,9 @@ def test_running_server_keeps_going_through_broken_mail(tmp_path):
                     assert exc.smtp_code == 500 and b"Line too long" in exc.smtp_error
                     refused.add(name)
         with smtplib.SMTP("127.0.0.1", port, timeout=60) as smtp:
-            smtp.sendmail("ann@players.test", ["s@t.test"], b"From: ann@players.test\r\nSubject: help\r\nMessage-ID: <last@x>\r\n\r\n\r\n")
+            smtp.sendmail(
+                "ann@players.test", ["s@t.test"], b"From: ann@players.test\r\nSubject: help\r\nMessage-ID: <last@x>\r\n\r\n\r\n"
+            )
         time.sleep(2)
         inbox = tmp_path / "maildirs" / "ann@players.test" / "new"
         assert refused <= {"huge-header", "html-bomb", "binary-junk"}
