@@ -28,6 +28,7 @@ log = logging.getLogger("pbmserv.imap")
 
 _FETCH_UID = re.compile(rb"UID (\d+)")
 BATCH = 25
+STANDBY_POLL = 2.0
 
 
 class ImapError(RuntimeError):
@@ -134,7 +135,13 @@ class ImapInbound:
         if not idle:
             log.info("IMAP server has no IDLE: polling every %.0f s", self.config.server.poll_interval)
         while not self.server.stopping.is_set():
-            await self._drain(client)
+            if not await self._drain(client):
+                # another worker is draining; stand by and look again soon (it may die)
+                try:
+                    await asyncio.wait_for(self.server.stopping.wait(), timeout=STANDBY_POLL)
+                except TimeoutError:
+                    _ok(await client.noop(), "NOOP")
+                continue
             if self.server.stopping.is_set():
                 return
             if idle:
@@ -172,9 +179,19 @@ class ImapInbound:
             uids += [int(x) for x in bytes(line).split() if x.isdigit()]
         return sorted(set(uids))
 
-    async def _drain(self, client: aioimaplib.IMAP4) -> None:
+    async def _drain(self, client: aioimaplib.IMAP4) -> bool:
         """Process the inbox in UID order, fetching and filing up to BATCH at a time.
-        A batch's messages are filed only after each of them committed."""
+        A batch's messages are filed only after each of them committed.  With
+        several workers on PostgreSQL one drains at a time (an advisory lock on the
+        mailbox): mails are applied in delivery order, the others stand by."""
+        async with self.server.db.mailbox_lock(
+            f"{self.config.imap.host}/{self.config.imap.user}/{self.config.imap.inbox}"
+        ) as mine:
+            if mine:
+                await self._drain_locked(client)
+            return mine
+
+    async def _drain_locked(self, client: aioimaplib.IMAP4) -> None:
         cfg = self.config.imap
         uids = await self._uids(client)
         for start in range(0, len(uids), BATCH):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -18,7 +19,7 @@ from typing import Any
 
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import event, inspect
+from sqlalchemy import event, inspect, text
 from sqlalchemy.engine import Connection, make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 
@@ -146,6 +147,24 @@ class Database:
         finally:
             if self._writer is not None:
                 self._writer.release()
+
+    @contextlib.asynccontextmanager
+    async def mailbox_lock(self, name: str) -> AsyncIterator[bool]:
+        """Yield True if this process may drain mailbox ``name`` now.  On PostgreSQL
+        a session advisory lock makes that one worker at a time; SQLite has one."""
+        if self.is_sqlite:
+            yield True
+            return
+        key = int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "big", signed=True)
+        async with self.engine.connect() as conn:
+            got = bool((await conn.execute(text("SELECT pg_try_advisory_lock(:k)"), {"k": key})).scalar())
+            await conn.commit()
+            try:
+                yield got
+            finally:
+                if got:
+                    await conn.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": key})
+                    await conn.commit()
 
     async def close(self) -> None:
         await self.engine.dispose()

@@ -131,3 +131,41 @@ def test_sigkill_thirty_times_exactly_once(serve_factory, relay, dovecot, pg_clu
     assert len({(r[0], r[1]) for r in got["outbox"]}) == len(got["outbox"])
     states = {r[3] for r in got["outbox"]}
     assert states == {"sent"}, [(r, r[3]) for r in got["outbox"] if r[3] != "sent"][:5]
+
+
+def test_three_workers_one_mailbox_same_result(serve_factory, relay, dovecot, pg_cluster, tmp_path):
+    """Issue 6: three serve processes on one mailbox and one PostgreSQL database, the
+    same stream: the same exactly-once result, no game with two moves at one ply."""
+    mails = stream(seed=12)
+    url = pg_cluster.create_database().replace("postgresql+asyncpg", "postgresql")
+    for i in range(20):
+        dovecot.add_user(f"p{i:02d}@players.test", "x")
+    for raw in mails:
+        dovecot.deliver("x@players.test", [SERVER], raw)
+    workers = []
+    for k in range(3):
+        (tmp_path / f"w{k}").mkdir()
+        from .conftest import ServeProcess
+
+        workers.append(ServeProcess(tmp_path / f"w{k}", dovecot, relay, url).start())
+    rng = random.Random(3)
+    time.sleep(2)
+    victim = workers[rng.randrange(3)]  # one worker dies mid-stream; the others carry on
+    victim.kill()
+    deadline = time.time() + 240
+    while dovecot.fetch_all(SERVER) and time.time() < deadline:
+        time.sleep(0.5)
+    time.sleep(2)
+    for w in workers:
+        if w is not victim:
+            assert w.stop() == 0
+    assert dovecot.fetch_all(SERVER) == [] and dovecot.fetch_all(SERVER, "failed") == []
+    got = asyncio.run(state(url))
+    expected_url = pg_cluster.create_database()
+    asyncio.run(replay(mails, expected_url))
+    want = asyncio.run(state(expected_url))
+    assert got["games"] == want["games"] and got["moves"] == want["moves"]
+    assert len({(b, ply) for b, ply, _ in got["moves"]}) == len(got["moves"])
+    assert got["processed"] == want["processed"]
+    key = lambda rows: sorted((r[0], r[1], r[2]) for r in rows)  # noqa: E731
+    assert key(got["outbox"]) == key(want["outbox"])
