@@ -199,3 +199,28 @@ def _expand_multiple(cmd: Command, comment: str, line: str) -> ParsedMail:
     if not commands:
         return ParsedMail([], comment, error="'multiple' needs one command per line in the body, ending at the first blank line")
     return ParsedMail(commands, rest.strip(), multiple=True, source_line=line)
+
+
+# ------------------------------------------------------------------ redaction
+PASSWORD_AT: dict[str, tuple[int, ...]] = {
+    "signup": (1,), "change": (2, 3), "signoff": (1,), "delete": (1,), "message": (1,), "broadcast": (1,),
+    "move": (2,), "queue": (2,), "submit": (2,), "confirm": (2,), "chat": (2,), "resign": (2,),
+    "subscribe": (2,), "unsubscribe": (2,), "notify": (1,), "accept": (1,), "reject": (1,), "limit": (1,),
+    "seek": (1,), "vacation": (1,), "showas": (1,),
+}  # fmt: skip
+MASK = "********"
+
+
+def redact(line: str) -> str:
+    """``line`` with the password words of its command masked, for quoting in
+    replies and storing in logs (a wrong command still carries a real password)."""
+    cmd = parse_line(line)
+    if isinstance(cmd, str) or cmd.verb not in PASSWORD_AT:
+        return line
+    at = PASSWORD_AT[cmd.verb]
+    if cmd.verb in ("subscribe", "unsubscribe") and cmd.words and not cmd.words[0].split("#")[0].isdigit():
+        at = (1,)  # subscribe U P all
+    secrets = {cmd.words[i] for i in at if i < len(cmd.words)}
+    if not secrets:
+        return line
+    return " ".join(MASK if token in secrets else token for token in line.split())

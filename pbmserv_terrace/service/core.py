@@ -21,6 +21,7 @@ from datetime import datetime
 from sqlalchemy.exc import IntegrityError
 
 from ..commands import Command, parse_mail, strip_subject
+from ..commands.parse import redact
 from ..config import Config
 from ..mail.message import InboundMail, is_valid_address, never_answer, new_message_id
 from ..render import GAME_TITLES, render
@@ -292,7 +293,7 @@ class Service:
                     continue
                 results.append((cmd, await self._run(ctx, cmd, alone=len(parsed.commands) == 1)))
             queued = self._queue_replies(ctx, parsed.multiple, now)
-            uow.inbound.record(mail.message_id, now, mail.sender, (parsed.source_line or "")[:200])
+            uow.inbound.record(mail.message_id, now, mail.sender, redact(parsed.source_line or "")[:200])
             await uow.commit()
         first = parsed.commands[0] if parsed.commands else None
         errors = [err for _, err in results if err]
@@ -348,8 +349,8 @@ class Service:
         title = game_title(exc.game_type or (cmd.game_type if cmd else None))
         subject = f"{title} Board {exc.board} Error" if exc.board else f"{title} error"
         usage = exc.usage or (usage_of(cmd) if cmd else "")
-        body_lines = ctx.mail.body.rstrip().split("\n")[:60] if ctx.mail.body.strip() else []
-        quoted = [f"Subject: {ctx.mail.subject}"[:300], *(["", *body_lines] if body_lines else [])]
+        body_lines = [redact(b) for b in ctx.mail.body.rstrip().split("\n")[:60]] if ctx.mail.body.strip() else []
+        quoted = [f"Subject: {redact(ctx.mail.subject)}"[:300], *(["", *body_lines] if body_lines else [])]
         hint = "Mail 'help commands' for every command." if not usage else ""
         body = render("error.txt", reason=exc.reason, usage=usage, quoted=[q[:300] for q in quoted], help_hint=hint)
         ctx.out.append(Mail([ctx.mail.sender], subject, body, for_sender=True))

@@ -169,3 +169,22 @@ def test_errors_change_nothing(h):
     assert len(r) == 1 and "d2-e4: a piece moves up only to a neighbouring square" in r[0].body and to(r) == ["ann@players.test"]
     assert count(h, OutboxMessage) == before + 1  # only the error reply
     assert "No moves yet." in h.send("x", "terrace show 101")[0].body
+
+
+def test_no_password_in_the_database_or_a_dump(h, tmp_path):
+    from pbmserv_terrace.admin import backup
+
+    secret = "Corr3ct-Horse-Battery"
+    h.signup("ben")
+    h.send("ann", f"signup ann {secret}")
+    h.send("ann", f"change password ann {secret} {secret}-2")
+    err = h.send("ann", f"terrace move 999 ann {secret}-2 d2-e3")  # an error quotes the command ...
+    assert "terrace move 999 ann ******** d2-e3" in err[0].body and secret not in err[0].body  # ... masked
+    h.send("ann", "multiple", f"terrace chat 5 ann {secret}-2\nterrace vacation ann {secret}-2 maybe\n")
+
+    class Args:
+        file = str(tmp_path / "dump.jsonl")
+
+    h.loop.run_until_complete(backup(h.db, Args()))
+    dump = (tmp_path / "dump.jsonl").read_text()
+    assert secret not in dump and '"password_hash": "scrypt$' in dump
