@@ -7,7 +7,10 @@ of a move into the server's mailbox to the moment the first reply to it reaches
 the SMTP relay (which then delivers it into the player's Dovecot mailbox).
 
 Targets (issue 7): >= 50 mails/s with one serve, p50 latency <= 0.5 s.
-Run: python bench/e2e.py [--workers 1] [--games 100] [--moves 10] [--db sqlite|postgres]
+Without --rate every game sends its next move the moment its reply is out (100
+mails in flight: the throughput figure; latency is then mostly queueing).  With
+--rate R mails are offered at R per second (the latency figure at that load).
+Run: python bench/e2e.py [--workers 1] [--games 100] [--moves 10] [--db sqlite|postgres] [--rate R]
 """
 
 from __future__ import annotations
@@ -137,9 +140,22 @@ async def run(args: argparse.Namespace, dovecot: DovecotServer, relay: LmtpRelay
     sent_at: dict[str, float] = {}
     timeouts = 0
 
+    next_slot = time.perf_counter()
+
+    async def pace() -> None:
+        """With --rate, mails enter at most at that rate (an open-loop offered load)."""
+        nonlocal next_slot
+        if not args.rate:
+            return
+        now = time.perf_counter()
+        slot = max(now, next_slot)
+        next_slot = slot + 1.0 / args.rate
+        await asyncio.sleep(slot - now)
+
     async def game(g: int) -> None:
         nonlocal timeouts
         for k, move in enumerate(moves[g]):
+            await pace()
             player = f"w{g}" if k % 2 == 0 else f"b{g}"
             mid = f"<m{g}.{k}@players.test>"
             data = (f"From: {player}@players.test\r\nTo: {SERVER}\r\nSubject: terrace move {101 + g} {player} pw-{player} {move}\r\n"
@@ -164,7 +180,8 @@ async def run(args: argparse.Namespace, dovecot: DovecotServer, relay: LmtpRelay
     latencies.sort()
     p50 = statistics.median(latencies) if latencies else float("nan")
     p99 = latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))] if latencies else float("nan")
-    print(f"workers={args.workers} db={args.db}: {done} move mails answered in {elapsed:.1f} s = {done / elapsed:.1f} mails/s "
+    load = f" offered {args.rate}/s" if args.rate else " closed loop"
+    print(f"workers={args.workers} db={args.db}{load}: {done} move mails answered in {elapsed:.1f} s = {done / elapsed:.1f} mails/s "
           f"(target >= 50 with one worker); latency p50 {p50:.3f} s, p99 {p99:.3f} s (target p50 <= 0.5 s); timeouts {timeouts}")  # fmt: skip
 
 
@@ -174,6 +191,9 @@ def main() -> None:
     parser.add_argument("--games", type=int, default=100)
     parser.add_argument("--moves", type=int, default=10)
     parser.add_argument("--db", choices=["sqlite", "postgres"], default="postgres")
+    parser.add_argument(
+        "--rate", type=float, default=0.0, help="offer mails at this rate (mails/s) instead of as fast as possible"
+    )
     args = parser.parse_args()
     users = {SERVER: "srv", **{f"{c}{g}@players.test": "x" for g in range(args.games) for c in "wb"}}
     with tempfile.TemporaryDirectory() as tmp, DovecotServer(users) as dovecot:

@@ -3,6 +3,7 @@ message, broadcast, all show."""
 
 from __future__ import annotations
 
+import asyncio
 import re
 
 from ..commands import Command
@@ -75,7 +76,7 @@ async def signup(ctx: Ctx, cmd: Command) -> None:
         if (
             existing.signed_off
             and not existing.password_hash.startswith("!")
-            and ctx.service.passwords.check(uid, existing.password_hash, password)
+            and await ctx.service.passwords.check_async(uid, existing.password_hash, password)
         ):
             existing.signed_off = False
             existing.addresses = addresses
@@ -84,7 +85,7 @@ async def signup(ctx: Ctx, cmd: Command) -> None:
             return
         raise CommandError(f"the userid {uid} is already taken; choose another", usage_of(cmd))
     ctx.uow.users.add(
-        User(userid=uid, password_hash=hash_password(password), addresses=addresses, signed_off=False,
+        User(userid=uid, password_hash=await asyncio.to_thread(hash_password, password), addresses=addresses, signed_off=False,
              accept_challenges=True, challenge_limit=None, seek=0, vacation=False, notify_all=False, created_at=ctx.now)
     )  # fmt: skip
     notice(
@@ -108,7 +109,7 @@ async def change(ctx: Ctx, cmd: Command) -> None:
     if what == "password":
         if len(words) != 4:
             raise CommandError("'change password' needs the new password", usage_of(cmd))
-        user.password_hash = hash_password(check_password(words[3]))
+        user.password_hash = await asyncio.to_thread(hash_password, check_password(words[3]))
         notice(ctx, f"{ctx.server_name}: password changed", f"The password of {user.userid} has been changed.")
     else:
         user.addresses = check_addresses(words[3:]) or [ctx.mail.sender]

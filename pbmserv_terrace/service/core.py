@@ -153,7 +153,7 @@ class Ctx:
             raise CommandError(f"too many wrong passwords for {self.user[:32]}; try again in {wait} {unit}")
         user = await self.uow.users.get(userid)
         stored = user.password_hash if user is not None else self.service.dummy_hash
-        ok = self.service.passwords.check(userid.lower(), stored, password)
+        ok = await self.service.passwords.check_async(userid.lower(), stored, password)
         if user is None or not ok or user.password_hash.startswith("!"):
             guard.failed(self.user, time.monotonic())
             raise CommandError("the userid or the password is not correct")
