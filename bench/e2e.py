@@ -126,6 +126,7 @@ async def run(args: argparse.Namespace, dovecot: DovecotServer, relay: LmtpRelay
     config.write_text(
         f'[server]\naddress = "{SERVER}"\ndatabase_url = "{url}"\npoll_interval = 5\nscheduler_interval = 3600\n'
         f'[imap]\nhost = "127.0.0.1"\nport = {dovecot.imap_port}\nuser = "{SERVER}"\npassword = "srv"\ntls = "none"\n'
+        f"fast_poll = {args.fast_poll}\n"
         f'[smtp]\nhost = "127.0.0.1"\nport = {relay.port}\ntls = "none"\n'
     )
     env = {k: v for k, v in os.environ.items() if not k.startswith("PBMSERV_")}
@@ -180,7 +181,9 @@ async def run(args: argparse.Namespace, dovecot: DovecotServer, relay: LmtpRelay
     latencies.sort()
     p50 = statistics.median(latencies) if latencies else float("nan")
     p99 = latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))] if latencies else float("nan")
-    load = f" offered {args.rate}/s" if args.rate else " closed loop"
+    load = (f" offered {args.rate}/s" if args.rate else " closed loop") + (
+        f" fast_poll {args.fast_poll}s" if args.fast_poll else " IDLE"
+    )
     print(f"workers={args.workers} db={args.db}{load}: {done} move mails answered in {elapsed:.1f} s = {done / elapsed:.1f} mails/s "
           f"(target >= 50 with one worker); latency p50 {p50:.3f} s, p99 {p99:.3f} s (target p50 <= 0.5 s); timeouts {timeouts}")  # fmt: skip
 
@@ -191,6 +194,7 @@ def main() -> None:
     parser.add_argument("--games", type=int, default=100)
     parser.add_argument("--moves", type=int, default=10)
     parser.add_argument("--db", choices=["sqlite", "postgres"], default="postgres")
+    parser.add_argument("--fast-poll", type=float, default=0.0, help="imap.fast_poll of the serve processes (0 = IDLE)")
     parser.add_argument(
         "--rate", type=float, default=0.0, help="offer mails at this rate (mails/s) instead of as fast as possible"
     )

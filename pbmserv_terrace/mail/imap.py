@@ -16,6 +16,7 @@ import contextlib
 import logging
 import re
 import ssl
+import time
 from typing import TYPE_CHECKING, Any
 
 import aioimaplib
@@ -131,8 +132,10 @@ class ImapInbound:
                 self.uidvalidity = value
         self.server.metrics.inbound_connected = True
         log.info("IMAP: %s selected (UIDVALIDITY %s)", cfg.inbox, self.uidvalidity)
-        idle = client.has_capability("IDLE")
-        if not idle:
+        idle = client.has_capability("IDLE") and not cfg.fast_poll
+        if cfg.fast_poll:
+            log.info("IMAP: checking for new mail every %.2f s (fast_poll)", cfg.fast_poll)
+        elif not idle:
             log.info("IMAP server has no IDLE: polling every %.0f s", self.config.server.poll_interval)
         while not self.server.stopping.is_set():
             if not await self._drain(client):
@@ -144,13 +147,29 @@ class ImapInbound:
                 continue
             if self.server.stopping.is_set():
                 return
-            if idle:
+            if cfg.fast_poll:
+                await self._fast_poll(client)
+            elif idle:
                 await self._idle(client)
             else:
                 try:
                     await asyncio.wait_for(self.server.stopping.wait(), timeout=self.config.server.poll_interval)
                 except TimeoutError:
                     _ok(await client.noop(), "NOOP")
+
+    async def _fast_poll(self, client: aioimaplib.IMAP4) -> None:
+        """NOOP every fast_poll seconds until the server reports mail (or a poll
+        interval passed, as a safety net)."""
+        deadline = time.monotonic() + self.config.server.poll_interval
+        while not self.server.stopping.is_set() and time.monotonic() < deadline:
+            try:
+                await asyncio.wait_for(self.server.stopping.wait(), timeout=self.config.imap.fast_poll)
+                return
+            except TimeoutError:
+                pass
+            resp = _ok(await client.noop(), "NOOP")
+            if any(bytes(line).endswith(b"EXISTS") and not bytes(line).startswith(b"0 ") for line in resp.lines[:-1]):
+                return
 
     async def _idle(self, client: aioimaplib.IMAP4) -> None:
         timeout = min(self.config.imap.idle_timeout, 28 * 60)
@@ -192,8 +211,14 @@ class ImapInbound:
             return mine
 
     async def _drain_locked(self, client: aioimaplib.IMAP4) -> None:
+        # again and again until the inbox is empty: mail may arrive while we work
+        while uids := await self._uids(client):
+            await self._drain_uids(client, uids)
+            if self.server.stopping.is_set():
+                return
+
+    async def _drain_uids(self, client: aioimaplib.IMAP4, uids: list[int]) -> None:
         cfg = self.config.imap
-        uids = await self._uids(client)
         for start in range(0, len(uids), BATCH):
             chunk = uids[start : start + BATCH]
             fetched = await self._fetch(client, chunk)
