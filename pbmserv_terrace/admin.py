@@ -335,9 +335,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def cmd_admin(args: argparse.Namespace) -> int:
-    from .cli_server import CliError, _config
+    from .cli_server import CliError, config_from_args
 
-    config = _config(args)
+    config = config_from_args(args)
 
     async def run() -> None:
         db = Database(config.server.database_url)

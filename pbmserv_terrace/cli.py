@@ -12,8 +12,7 @@ import logging
 import sys
 from collections.abc import Callable, Sequence
 
-from .cli_server import CliError
-from .config import Config, ConfigError, load_config
+from .cli_server import CliError, config_from_args
 from .rules import NotationError, parse_tpn, render_board, start_position
 from .rules.perft import perft
 from .store import Database
@@ -45,15 +44,8 @@ def _cmd_board(args: argparse.Namespace) -> int:
     return 0
 
 
-def _config(args: argparse.Namespace) -> Config:
-    try:
-        return load_config(getattr(args, "config", None))
-    except ConfigError as exc:
-        raise UsageError(f"configuration: {exc}") from None
-
-
 def _cmd_migrate(args: argparse.Namespace) -> int:
-    cfg = _config(args)
+    cfg = config_from_args(args)
 
     async def run() -> None:
         db = Database(cfg.server.database_url)
@@ -71,7 +63,7 @@ def _cmd_migrate(args: argparse.Namespace) -> int:
 def _cmd_handle(args: argparse.Namespace) -> int:
     from .pipe import handle_raw, read_stdin
 
-    cfg = _config(args)
+    cfg = config_from_args(args)
     raw = read_stdin()
     if not raw.strip():
         raise UsageError("handle reads one mail (RFC 5322) on standard input; it was empty")

@@ -18,7 +18,7 @@ class CliError(Exception):
     pass
 
 
-def _config(args: argparse.Namespace) -> Config:
+def config_from_args(args: argparse.Namespace) -> Config:
     try:
         return load_config(getattr(args, "config", None))
     except ConfigError as exc:
@@ -28,7 +28,7 @@ def _config(args: argparse.Namespace) -> Config:
 def cmd_serve(args: argparse.Namespace) -> int:
     from .server import Server
 
-    cfg = _config(args)
+    cfg = config_from_args(args)
 
     async def run() -> None:
         server = Server(cfg)
@@ -44,7 +44,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 def cmd_send(args: argparse.Namespace) -> int:
     import aiosmtplib
 
-    cfg = _config(args)
+    cfg = config_from_args(args)
     msg = EmailMessage()
     msg["From"] = args.sender
     msg["To"] = cfg.server.address
@@ -78,7 +78,7 @@ def cmd_send(args: argparse.Namespace) -> int:
 
 
 def cmd_inbox(args: argparse.Namespace) -> int:
-    cfg = _config(args)
+    cfg = config_from_args(args)
     folder = MaildirDelivery(cfg.embedded.maildir_root).folder(args.address)
     if not folder.exists():
         raise CliError(f"no mail for {args.address} yet ({folder} does not exist)")
@@ -101,7 +101,7 @@ def cmd_inbox(args: argparse.Namespace) -> int:
 
 
 def cmd_check_config(args: argparse.Namespace) -> int:
-    cfg = _config(args)
+    cfg = config_from_args(args)
     print(f"configuration from {cfg.source}: valid")
     print(f"  server address  {cfg.server.address} ({cfg.server.name})")
     problems = asyncio.run(_check_connections(cfg, args.offline))
@@ -160,7 +160,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 
     from .store import Database, UnitOfWork
 
-    cfg = _config(args)
+    cfg = config_from_args(args)
     if cfg.server.health_port:
         try:
             with urllib.request.urlopen(f"http://127.0.0.1:{cfg.server.health_port}/healthz", timeout=5) as resp:

@@ -52,13 +52,18 @@ def _reply_summaries(ctx: Ctx, game_type: str | None, games: list[tuple[Game, in
     ctx.reply(subject, "summary.txt", games=views)
 
 
-async def show_users(ctx: Ctx, game_type: str | None, userids: list[str], selector: str, viewer: User | None = None) -> None:
+async def _boards_of(ctx: Ctx, game_type: str | None, userids: list[str], selector: str) -> tuple[dict[str, User], list[Game]]:
+    """The users named (every one must exist) and their boards matching ``selector``."""
     found = await ctx.uow.users.get_many(userids)
     missing = [u for u in userids if u.lower() not in found]
     if missing:
         raise CommandError(f"no such user: {', '.join(m[:32] for m in missing)}", game_type=game_type)
     users = list(found.values())
-    games = _select(await ctx.uow.games.for_users([u.id for u in users], game_type), selector, users)
+    return found, _select(await ctx.uow.games.for_users([u.id for u in users], game_type), selector, users)
+
+
+async def show_users(ctx: Ctx, game_type: str | None, userids: list[str], selector: str, viewer: User | None = None) -> None:
+    found, games = await _boards_of(ctx, game_type, userids, selector)
     if not games:
         raise CommandError(f"{', '.join(sorted(found))} has no {selector} boards", game_type=game_type)
     chosen = [(g, None) for g in games[:MAX_BOARDS]]
@@ -100,12 +105,7 @@ async def showas(ctx: Ctx, cmd: Command) -> None:
 async def games_table(ctx: Ctx, game_type: str, userids: list[str], selector: str) -> None:
     title = game_title(game_type)
     if userids:
-        found = await ctx.uow.users.get_many(userids)
-        missing = [u for u in userids if u.lower() not in found]
-        if missing:
-            raise CommandError(f"no such user: {', '.join(m[:32] for m in missing)}", game_type=game_type)
-        users = list(found.values())
-        games = _select(await ctx.uow.games.for_users([u.id for u in users], game_type), selector, users)
+        found, games = await _boards_of(ctx, game_type, userids, selector)
         heading = f"{title} boards of {', '.join(sorted(found))} ({selector})"
     else:
         if selector == "next":
