@@ -309,3 +309,32 @@ def test_show_at_ply_and_games_table(h):
         "There is no" in h.send("zed", "terrace show 999")[0].body
         or "no Terrace board 999" in h.send("zed", "terrace show 999")[0].body
     )
+
+
+def test_unsubscribe_and_notify_on_boards(h):
+    h.signup("ann", "ben", "sue")
+    h.send("ann", "terrace challenge ann ben")
+    assert "You now watch" in h.send("sue", "terrace subscribe 101 sue pw-sue")[0].body
+    assert "already watches" in h.send("sue", "terrace subscribe 101 sue pw-sue")[0].body
+    assert to(h.move(101, "ann", "d2-e3")) == sorted([ADDR["ann"], ADDR["ben"], ADDR["sue"]])
+    assert "no longer watch" in h.send("sue", "terrace unsubscribe 101 sue pw-sue")[0].body
+    assert to(h.move(101, "ben", "d7-d6")) == [ADDR["ann"], ADDR["ben"]]
+    assert "you will be told when it ends" in h.send("sue", "terrace notify sue pw-sue 101")[0].body
+    h.move(101, "ann", "propose")
+    end = h.move(101, "ben", "accept")
+    assert to(end) == sorted([ADDR["ann"], ADDR["ben"], ADDR["sue"]]) and "draw agreed" in end[0].body
+
+
+def test_showas_all_show_next_and_list(h):
+    h.signup("ann", "ben")
+    h.send("ann", "terrace challenge ann ben")
+    h.send("ann", "terrace6x6 challenge ben ann")
+    h.send("ben", "terrace queue 101 ben pw-ben d7-d6")
+    mine = h.send("ben", "terrace showas ben pw-ben 101")[0].body
+    assert "Your queued moves: d7-d6" in mine
+    assert "queued" not in h.send("ann", "terrace show 101")[0].body
+    nxt = h.send("x", "all show ben next")
+    assert nxt[0].subject == "Terrace6x6 Board 101 ben" and "Summary of Terrace6x6 Board 101" in nxt[0].body
+    table = h.send("x", "terrace list")[0].body
+    assert "101" in table and "ann* ben" in table
+    assert "1 active boards" in h.send("x", "list")[0].body or "active boards" in h.send("x", "list")[0].body
