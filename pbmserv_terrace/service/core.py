@@ -238,7 +238,7 @@ class Service:
         self.dummy_hash = _dummy_hash()
         self.throttle = Throttle(config.server.rate_limit_per_minute)
         self.guessing = GuessGuard()
-        from . import accounts, play, queries  # noqa: F401  (registers the handlers)
+        from . import accounts, play, queries, watch  # noqa: F401  (registers the handlers)
 
     async def run_timers(self, now: datetime | None = None) -> int:
         """Nags and forfeits that are due (see :mod:`.timers`)."""

@@ -1,0 +1,155 @@
+"""Commands around the boards that do not move pieces (COMMANDS.md §3): chat,
+subscribe/unsubscribe, notify, challenge preferences (accept/reject/limit/seek)
+and vacation."""
+
+from __future__ import annotations
+
+from ..commands import Command
+from ..render import render
+from ..store import Notifier, Subscription
+from .accounts import need, notice
+from .boards import game_view, load_game
+from .core import CommandError, Ctx, game_title, handler, usage_of
+from .play import _err
+
+
+# ------------------------------------------------------------------------ chat
+@handler("chat", game=True, usage="chat BOARD USERID PASSWORD  (the body is the message)")
+async def chat(ctx: Ctx, cmd: Command) -> None:
+    words = need(cmd, 3, 3)
+    game, _ = await load_game(ctx, cmd, words[0], lock=False)
+    user = await ctx.auth(words[1], words[2])
+    subscribers = await ctx.subscribers(game.id)
+    players = [s.user for s in game.seats]
+    if user.id not in {u.id for u in players + subscribers}:
+        raise _err(game, f"{user.userid} neither plays nor watches board {game.board_number}")
+    if not cmd.comment.strip():
+        raise _err(game, "the chat message is empty: write it in the body of the mail", usage_of(cmd))
+    body = render("chat.txt", title=game_title(game.game_type), board_number=game.board_number, author=user.userid,
+                  text=cmd.comment.strip()[:20_000])  # fmt: skip
+    unique = {u.id: u for u in players + subscribers}
+    ctx.send(list(unique.values()), f"{game_title(game.game_type)} Board {game.board_number} chat from {user.userid}", body)
+
+
+# ---------------------------------------------------------------- watching
+async def _subscription(ctx: Ctx, cmd: Command, on: bool) -> None:
+    words = need(cmd, 3, 3)
+    game_type = cmd.game_type or "terrace"
+    title = game_title(game_type)
+    if words[2].lower() == "all" and not words[0].isdigit():
+        user = await ctx.auth(words[0], words[1])
+        row = await ctx.uow.watchers.subscription(game_type, None, user.id)
+        if on and row is None:
+            ctx.uow.watchers.add(Subscription(game_type=game_type, game_id=None, user_id=user.id))
+        elif not on and row is not None:
+            await ctx.uow.watchers.remove(row)
+        notice(
+            ctx,
+            f"{title} subscriptions",
+            f"{user.userid} {'now watches' if on else 'no longer watches'} every new {title} board.",
+        )
+        return
+    game, _ = await load_game(ctx, cmd, words[0], lock=False)
+    user = await ctx.auth(words[1], words[2])
+    row = await ctx.uow.watchers.subscription(game_type, game.id, user.id)
+    if on and row is None:
+        ctx.uow.watchers.add(Subscription(game_type=game_type, game_id=game.id, user_id=user.id))
+    elif not on and row is not None:
+        await ctx.uow.watchers.remove(row)
+    elif on:
+        raise _err(game, f"{user.userid} already watches board {game.board_number}")
+    else:
+        raise _err(game, f"{user.userid} does not watch board {game.board_number}")
+    await ctx.uow.flush()
+    ctx.forget_subscribers(game.id)
+    view = await game_view(ctx, game)
+    what = "You now watch" if on else "You no longer watch"
+    ctx.reply(f"{title} Board {game.board_number} {'subscribed' if on else 'unsubscribed'}", "update.txt", game=view,
+              headline=f"{what} this board", comment=None)  # fmt: skip
+
+
+@handler("subscribe", game=True, usage="subscribe BOARD USERID PASSWORD | subscribe USERID PASSWORD all")
+async def subscribe(ctx: Ctx, cmd: Command) -> None:
+    await _subscription(ctx, cmd, True)
+
+
+@handler("unsubscribe", game=True, usage="unsubscribe BOARD USERID PASSWORD | unsubscribe USERID PASSWORD all")
+async def unsubscribe(ctx: Ctx, cmd: Command) -> None:
+    await _subscription(ctx, cmd, False)
+
+
+@handler("notify", game=True, usage="notify USERID PASSWORD [BOARD ...]")
+async def notify(ctx: Ctx, cmd: Command) -> None:
+    words = need(cmd, 2, 22)
+    user = await ctx.auth(words[0], words[1])
+    title = game_title(cmd.game_type)
+    if len(words) == 2:
+        user.notify_all = not user.notify_all
+        notice(ctx, f"{title} notify", f"Mail on every game end is now {'on' if user.notify_all else 'off'} for {user.userid}.")
+        return
+    lines = []
+    for word in words[2:]:
+        game, _ = await load_game(ctx, cmd, word, lock=False)
+        row = await ctx.uow.watchers.notifier(game.id, user.id)
+        if row is None:
+            ctx.uow.watchers.add(Notifier(game_id=game.id, user_id=user.id))
+            lines.append(f"Board {game.board_number}: you will be told when it ends.")
+        else:
+            await ctx.uow.watchers.remove(row)
+            lines.append(f"Board {game.board_number}: no longer notified.")
+    notice(ctx, f"{title} notify", *lines)
+
+
+# ------------------------------------------------------- challenge preferences
+@handler("accept", game=True, usage="accept USERID PASSWORD  (accept challenges)")
+async def accept_challenges(ctx: Ctx, cmd: Command) -> None:
+    words = need(cmd, 2, 2)
+    user = await ctx.auth(words[0], words[1])
+    user.accept_challenges = True
+    notice(ctx, f"{ctx.server_name}: challenges", f"{user.userid} accepts challenges again.")
+
+
+@handler("reject", game=True, usage="reject USERID PASSWORD  (refuse challenges)")
+async def reject_challenges(ctx: Ctx, cmd: Command) -> None:
+    words = need(cmd, 2, 2)
+    user = await ctx.auth(words[0], words[1])
+    user.accept_challenges = False
+    notice(ctx, f"{ctx.server_name}: challenges", f"{user.userid} no longer accepts challenges.")
+
+
+@handler("limit", game=True, usage="limit USERID PASSWORD [n|inf|0]")
+async def limit(ctx: Ctx, cmd: Command) -> None:
+    words = need(cmd, 2, 3)
+    user = await ctx.auth(words[0], words[1])
+    if len(words) == 3:
+        value = words[2].lower()
+        if value in ("inf", "none", "unlimited"):
+            user.challenge_limit = None
+        elif value.isdigit() and int(value) <= 10_000:
+            user.challenge_limit = int(value)
+        else:
+            raise CommandError(f"'{value[:20]}' is not a limit: give a number of games, inf, or 0", usage_of(cmd))
+    shown = "no limit" if user.challenge_limit is None else f"{user.challenge_limit} active games"
+    notice(ctx, f"{ctx.server_name}: limit", f"Challenge limit of {user.userid}: {shown}.")
+
+
+@handler("seek", game=True, usage="seek USERID PASSWORD n")
+async def seek(ctx: Ctx, cmd: Command) -> None:
+    words = need(cmd, 3, 3)
+    user = await ctx.auth(words[0], words[1])
+    if not words[2].isdigit() or int(words[2]) > 100:
+        raise CommandError(f"'{words[2][:20]}' is not a number of games (0-100)", usage_of(cmd))
+    user.seek = int(words[2])
+    notice(ctx, f"{ctx.server_name}: seek", f"{user.userid} seeks {user.seek} more games; it shows in the standings.")
+
+
+@handler("vacation", game=True, usage="vacation USERID PASSWORD on|off")
+async def vacation(ctx: Ctx, cmd: Command) -> None:
+    words = need(cmd, 3, 3)
+    user = await ctx.auth(words[0], words[1])
+    value = words[2].lower()
+    if value not in ("on", "off"):
+        raise CommandError("vacation is 'on' or 'off'", usage_of(cmd))
+    user.vacation = value == "on"
+    notice(ctx, f"{ctx.server_name}: vacation", f"Vacation for {user.userid} is {value}: "
+           + ("no nags and no forfeits until you turn it off." if user.vacation else "timers run again."))  # fmt: skip
