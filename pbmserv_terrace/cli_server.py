@@ -53,25 +53,23 @@ def cmd_send(args: argparse.Namespace) -> int:
     msg["Message-ID"] = make_msgid(domain=args.sender.rpartition("@")[2] or "localhost")
     body = args.body if args.body is not None else ("" if sys.stdin.isatty() else sys.stdin.read())
     msg.set_content(body or "\n")
-    if cfg.uses_smtp:
-        host, port, tls = cfg.smtp.host, cfg.smtp.port, cfg.smtp.tls
-        user, password = cfg.smtp.user or None, cfg.smtp.password or None
-    else:
-        host, port, tls, user, password = cfg.embedded.listen_host, cfg.embedded.listen_port, "none", None, None
+    from .config import SmtpConfig
+    from .mail.outbound import PermanentFailure, SmtpDelivery
+
+    if not cfg.uses_smtp:  # the embedded listener: plain SMTP on loopback
+        cfg.smtp = SmtpConfig(host=cfg.embedded.listen_host, port=cfg.embedded.listen_port, tls="none")
+    host, port = cfg.smtp.host, cfg.smtp.port
+    delivery = SmtpDelivery(cfg)
+
+    async def submit() -> None:
+        try:
+            await delivery.deliver(msg, cfg.server.address)
+        finally:
+            await delivery.close()
+
     try:
-        asyncio.run(
-            aiosmtplib.send(
-                msg,
-                hostname=host,
-                port=port,
-                use_tls=tls == "ssl",
-                start_tls=tls == "starttls",
-                username=user,
-                password=password,
-                timeout=60,
-            )
-        )
-    except (OSError, aiosmtplib.SMTPException) as exc:
+        asyncio.run(submit())
+    except (OSError, aiosmtplib.SMTPException, PermanentFailure) as exc:
         raise CliError(f"could not hand the mail to {host}:{port}: {exc} (is `pbmserv-terrace serve` running?)") from None
     print(f"sent to {cfg.server.address} via {host}:{port}: {args.subject}")
     return 0
@@ -138,15 +136,12 @@ async def _check_connections(cfg: Config, offline: bool) -> list[str]:
         out.append(f"  ok    IMAP {cfg.imap.host}:{cfg.imap.port} ({cfg.imap.tls}) login as {cfg.imap.user}")
     except Exception as exc:
         out.append(f"  FAIL  IMAP {cfg.imap.host}:{cfg.imap.port}: {type(exc).__name__}: {exc}")
-    import aiosmtplib
+    from .mail.outbound import SmtpDelivery
 
     try:
-        smtp = aiosmtplib.SMTP(hostname=cfg.smtp.host, port=cfg.smtp.port, use_tls=cfg.smtp.tls == "ssl",
-                               start_tls=cfg.smtp.tls == "starttls", timeout=30)  # fmt: skip
-        await smtp.connect()
-        if cfg.smtp.user:
-            await smtp.login(cfg.smtp.user, cfg.smtp.password)
-        await smtp.quit()
+        delivery = SmtpDelivery(cfg)
+        await delivery.connect()
+        await delivery.close()
         out.append(f"  ok    SMTP {cfg.smtp.host}:{cfg.smtp.port} ({cfg.smtp.tls})")
     except Exception as exc:
         out.append(f"  FAIL  SMTP {cfg.smtp.host}:{cfg.smtp.port}: {type(exc).__name__}: {exc}")

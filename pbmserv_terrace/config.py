@@ -56,6 +56,8 @@ class ImapConfig:
     password_file: str = ""
     tls: str = "ssl"
     """ssl (implicit TLS, port 993), starttls (port 143), or none"""
+    ca_file: str = ""
+    """PEM file of the CA to trust for TLS (a private mail host); empty = the system's"""
     inbox: str = "INBOX"
     processed_folder: str = "processed"
     failed_folder: str = "failed"
@@ -75,6 +77,8 @@ class SmtpConfig:
     password_file: str = ""
     tls: str = "starttls"
     """ssl (implicit TLS, port 465), starttls (port 587), or none"""
+    ca_file: str = ""
+    """PEM file of the CA to trust for TLS (a private mail host); empty = the system's"""
     timeout: float = 30.0
     give_up_hours: float = 48.0
     """stop retrying a reply after this long"""
@@ -230,6 +234,10 @@ def _validate(cfg: Config) -> None:
     if cfg.uses_imap and not cfg.uses_smtp:
         raise ConfigError("smtp.host: set both imap.host and smtp.host for real mail, or neither for the embedded default")
     # smtp without imap is pipe mode: mail arrives through `handle`, replies leave over SMTP
+    for section in ("imap", "smtp"):
+        ca = getattr(cfg, section).ca_file
+        if ca and not Path(ca).is_file():
+            raise ConfigError(f"{section}.ca_file: {ca} is not a file")
     if cfg.imap.fast_poll < 0:
         raise ConfigError("imap.fast_poll: must be 0 (use IDLE) or a number of seconds")
     if not 0 < cfg.embedded.listen_port <= 65535:

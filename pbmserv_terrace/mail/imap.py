@@ -46,17 +46,16 @@ async def connect(config: Config, lost: asyncio.Event | None = None) -> aioimapl
     """Open, secure (implicit TLS or STARTTLS) and log in; the inbox is not selected.
     ``lost`` is set when the server drops the connection (so IDLE stops waiting)."""
     cfg = config.imap
-    context = ssl.create_default_context()
+    context = ssl.create_default_context(cafile=cfg.ca_file or None)
 
     def on_lost(exc: Exception | None) -> None:
         if lost is not None:
             lost.set()
 
-    client: aioimaplib.IMAP4
-    if cfg.tls == "ssl":
-        client = aioimaplib.IMAP4_SSL(host=cfg.host, port=cfg.port, timeout=60, ssl_context=context, conn_lost_cb=on_lost)
-    else:
-        client = aioimaplib.IMAP4(host=cfg.host, port=cfg.port, timeout=60, conn_lost_cb=on_lost)
+    # IMAP4 with an ssl_context is implicit TLS (IMAP4_SSL takes no conn_lost_cb)
+    client = aioimaplib.IMAP4(
+        host=cfg.host, port=cfg.port, timeout=60, conn_lost_cb=on_lost, ssl_context=context if cfg.tls == "ssl" else None
+    )
     await client.wait_hello_from_server()
     if cfg.tls == "starttls":
         await _starttls(client, cfg.host, context)

@@ -11,6 +11,7 @@ import asyncio
 import email.policy
 import logging
 import mailbox
+import ssl
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from email.message import EmailMessage
@@ -81,11 +82,17 @@ class SmtpDelivery:
         self.cfg = config.smtp
         self._client: aiosmtplib.SMTP | None = None
 
-    async def _connection(self) -> aiosmtplib.SMTP:
+    async def connect(self) -> aiosmtplib.SMTP:
+        """The open connection (made and authenticated if needed)."""
         if self._client is None or not self._client.is_connected:
             cfg = self.cfg
             client = aiosmtplib.SMTP(
-                hostname=cfg.host, port=cfg.port, use_tls=cfg.tls == "ssl", start_tls=cfg.tls == "starttls", timeout=cfg.timeout
+                hostname=cfg.host,
+                port=cfg.port,
+                use_tls=cfg.tls == "ssl",
+                start_tls=cfg.tls == "starttls",
+                timeout=cfg.timeout,
+                tls_context=ssl.create_default_context(cafile=cfg.ca_file) if cfg.ca_file else None,
             )
             await client.connect()
             if cfg.user:
@@ -108,7 +115,7 @@ class SmtpDelivery:
 
     async def deliver(self, message: EmailMessage, recipient: str) -> None:
         try:
-            client = await self._connection()
+            client = await self.connect()
             await client.send_message(message, recipients=[recipient])
         except aiosmtplib.SMTPRecipientsRefused as exc:
             self._drop()

@@ -42,7 +42,7 @@ base_dir = {base}/run
 state_dir = {base}/state
 log_path = {base}/dovecot.log
 info_log_path = {base}/dovecot.log
-ssl = no
+{ssl}
 disable_plaintext_auth = no
 auth_mechanisms = plain login
 auth_username_format = %Lu
@@ -76,7 +76,8 @@ service imap-login {{
     port = {imap_port}
   }}
   inet_listener imaps {{
-    port = 0
+    address = 127.0.0.1
+    port = {imaps_port}
   }}
 }}
 service lmtp {{
@@ -97,8 +98,13 @@ protocol imap {{
 
 
 class DovecotServer:
-    def __init__(self, users: dict[str, str]) -> None:
+    def __init__(self, users: dict[str, str], *, tls: bool = False) -> None:
+        """With ``tls`` a self-signed certificate for 127.0.0.1 is made (its PEM is
+        ``self.ca_file``): STARTTLS on the IMAP port and implicit TLS on ``imaps_port``."""
         self.users = dict(users)
+        self.tls = tls
+        self.ca_file = ""
+        self.imaps_port = 0
         self.base: Path | None = None
         self.proc: subprocess.Popen[bytes] | None = None
         self.imap_port = 0
@@ -121,9 +127,24 @@ class DovecotServer:
             if os.geteuid() == 0:
                 os.chown(self.base / sub, uid, gid)
         self.imap_port, self.lmtp_port = free_port(), free_port()
+        ssl_conf = "ssl = no"
+        if self.tls:
+            self.imaps_port = free_port()
+            cert, key = self.base / "cert.pem", self.base / "key.pem"
+            made = subprocess.run(
+                ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out", str(cert), "-days", "2",
+                 "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost"],
+                capture_output=True, text=True, timeout=60,
+            )  # fmt: skip
+            if made.returncode != 0:
+                raise DovecotUnavailable(f"openssl could not make a test certificate: {made.stderr}")
+            os.chmod(key, 0o644)
+            self.ca_file = str(cert)
+            ssl_conf = f"ssl = yes\nssl_cert = <{cert}\nssl_key = <{key}"
         self._write_users()
         conf = self.base / "dovecot.conf"
-        conf.write_text(CONF.format(base=self.base, uid=uid, gid=gid, imap_port=self.imap_port, lmtp_port=self.lmtp_port))
+        conf.write_text(CONF.format(base=self.base, uid=uid, gid=gid, imap_port=self.imap_port, lmtp_port=self.lmtp_port,
+                                    imaps_port=self.imaps_port, ssl=ssl_conf))  # fmt: skip
         self.proc = subprocess.Popen([binary, "-F", "-c", str(conf)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         deadline = time.time() + 20
         while time.time() < deadline:

@@ -141,3 +141,30 @@ def test_check_config_tries_both_connections(serve_factory, relay, dovecot):
     serve.config.write_text(serve.config.read_text().replace('password = "server-secret"', 'password = "wrong"'))
     out = subprocess.run(run, capture_output=True, text=True, timeout=60)
     assert out.returncode == 1 and "FAIL  IMAP" in out.stdout
+
+
+def test_imap_over_tls_and_starttls(tmp_path):
+    """Implicit TLS and STARTTLS logins against a Dovecot with a self-signed
+    certificate (trusted through imap.ca_file); without it verification fails."""
+    import subprocess
+    import sys
+
+    from pbmserv_terrace.testing.dovecot import DovecotServer
+
+    with DovecotServer({SERVER: "server-secret"}, tls=True) as d:
+
+        def check(tls: str, port: int, ca: str) -> subprocess.CompletedProcess[str]:
+            cfg = tmp_path / f"{tls}.toml"
+            ca_line = f'ca_file = "{ca}"' if ca else ""
+            cfg.write_text(
+                f'[server]\naddress = "{SERVER}"\ndatabase_url = "sqlite:///{tmp_path}/t.db"\n'
+                f'[imap]\nhost = "127.0.0.1"\nport = {port}\nuser = "{SERVER}"\npassword = "server-secret"\ntls = "{tls}"\n{ca_line}\n'
+                f'[smtp]\nhost = "127.0.0.1"\nport = 1\ntls = "none"\n'
+            )
+            return subprocess.run([sys.executable, "-m", "pbmserv_terrace", "check-config", "--config", str(cfg)],
+                                  capture_output=True, text=True, timeout=60)  # fmt: skip
+
+        assert f"ok    IMAP 127.0.0.1:{d.imaps_port} (ssl)" in check("ssl", d.imaps_port, d.ca_file).stdout
+        assert f"ok    IMAP 127.0.0.1:{d.imap_port} (starttls)" in check("starttls", d.imap_port, d.ca_file).stdout
+        untrusted = check("ssl", d.imaps_port, "").stdout
+        assert "FAIL  IMAP" in untrusted and "CERTIFICATE_VERIFY_FAILED" in untrusted.upper().replace(" ", "_")
