@@ -135,17 +135,29 @@ MOVE_USAGE = "move BOARD USERID PASSWORD MOVE[#k] | move BOARD USERID PASSWORD p
 
 
 async def _player(ctx: Ctx, cmd: Command, words: list[str]) -> tuple[Game, User, Seat]:
+    """Board words[0] (locked), the authenticated user words[1]/[2], their seat; the
+    board must still be in play."""
     game, _ = await load_game(ctx, cmd, words[0])
     user = await ctx.auth(words[1], words[2])
     seat = require_player(game, user, cmd)
+    require_active(game)
     return game, user, seat
+
+
+def _numbered(game: Game, text: str) -> str:
+    """MOVE[#k] → MOVE, refusing it when k is not the next ply (COMMANDS.md §3)."""
+    move_text, _, want = text.partition("#")
+    if want and (not want.isdigit() or int(want) != game.ply + 1):
+        raise _err(
+            game, f"Move {move_text} received as move #{want[:8]}, but board {game.board_number} is at move #{game.ply + 1}"
+        )
+    return move_text
 
 
 @handler("move", game=True, usage=MOVE_USAGE)
 async def move(ctx: Ctx, cmd: Command) -> None:
     words = need(cmd, 4, 4)
     game, user, seat = await _player(ctx, cmd, words)
-    require_active(game)
     action = words[3].lower()
     if action in VOTES:
         await VOTES[action](ctx, cmd, game, user, seat)
@@ -154,7 +166,6 @@ async def move(ctx: Ctx, cmd: Command) -> None:
 
 
 async def _play(ctx: Ctx, cmd: Command, game: Game, user: User, seat: Seat, text: str) -> None:
-    move_text, _, want = text.partition("#")
     pos = position(game)
     if not seat.active:
         raise _err(game, f"{user.userid} is out of the game on board {game.board_number}")
@@ -162,10 +173,7 @@ async def _play(ctx: Ctx, cmd: Command, game: Game, user: User, seat: Seat, text
         mover = seat_by_army(game, pos.to_move)
         raise _err(game, f"it is not your turn on board {game.board_number}: it is {mover.user.userid}'s turn "
                    f"(with 'queue' you can play ahead)")  # fmt: skip
-    if want and (not want.isdigit() or int(want) != game.ply + 1):
-        raise _err(
-            game, f"Move {move_text} received as move #{want[:8]}, but board {game.board_number} is at move #{game.ply + 1}"
-        )
+    move_text = _numbered(game, text)
     notes = clear_votes(game)
     pos, canonical = await play_move(ctx, game, seat, pos, move_text)
     seat.submitted_move = None
@@ -316,7 +324,6 @@ VOTES = {"propose": _propose, "accept": _accept, "reject": _reject, "undo": _und
 async def resign(ctx: Ctx, cmd: Command) -> None:
     words = need(cmd, 3, 3)
     game, user, seat = await _player(ctx, cmd, words)
-    require_active(game)
     if not seat.active:
         raise _err(game, f"{user.userid} is already out of the game")
     await _resign(ctx, cmd, game, user, seat)
@@ -347,7 +354,6 @@ async def forfeit_all(ctx: Ctx, user: User) -> list[str]:
 async def queue(ctx: Ctx, cmd: Command) -> None:
     words = need(cmd, 4, 4)
     game, user, seat = await _player(ctx, cmd, words)
-    require_active(game)
     pos = position(game)
     if pos.to_move == seat.seat and seat.active:
         await _play(ctx, cmd, game, user, seat, words[3])
@@ -373,15 +379,10 @@ async def queue(ctx: Ctx, cmd: Command) -> None:
 async def submit(ctx: Ctx, cmd: Command) -> None:
     words = need(cmd, 4, 4)
     game, user, seat = await _player(ctx, cmd, words)
-    require_active(game)
     pos = position(game)
     if pos.to_move != seat.seat:
         raise _err(game, f"it is not your turn on board {game.board_number}")
-    move_text, _, want = words[3].partition("#")
-    if want and (not want.isdigit() or int(want) != game.ply + 1):
-        raise _err(
-            game, f"Move {move_text} received as move #{want[:8]}, but board {game.board_number} is at move #{game.ply + 1}"
-        )
+    move_text = _numbered(game, words[3])
     try:
         mv = parse_move(pos, move_text)
     except NotationError as exc:
@@ -402,7 +403,6 @@ async def submit(ctx: Ctx, cmd: Command) -> None:
 async def confirm(ctx: Ctx, cmd: Command) -> None:
     words = need(cmd, 3, 3)
     game, user, seat = await _player(ctx, cmd, words)
-    require_active(game)
     if not seat.submitted_move:
         raise _err(game, "you have no submitted move to confirm; use submit first")
     text, _, ply = seat.submitted_move.partition("#")
