@@ -45,6 +45,9 @@ class ServerConfig:
     secret_file: str = ""
     health_port: int = 0
     """port of the /healthz and /metrics HTTP endpoint on 127.0.0.1; 0 = off"""
+    concurrency: int = 8
+    """mails in their transactions at once (moves on different boards by different
+    players); mails that may touch the same things always run in delivery order"""
 
 
 @dataclass
@@ -215,6 +218,8 @@ def _validate(cfg: Config) -> None:
     for key in ("poll_interval", "scheduler_interval"):
         if getattr(cfg.server, key) <= 0:
             raise ConfigError(f"server.{key}: must be more than 0 seconds")
+    if not 1 <= cfg.server.concurrency <= 64:
+        raise ConfigError("server.concurrency: must be between 1 and 64")
     if cfg.server.rate_limit_per_minute < 1:
         raise ConfigError("server.rate_limit_per_minute: must be at least 1")
     for section, defaults in (

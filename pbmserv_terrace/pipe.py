@@ -77,7 +77,7 @@ async def print_replies(db: Database, config: Config, message_ids: list[str], ou
             path = Path(tmp) / "out.mbox"
             box = mailbox.mbox(path)
             for row in rows:
-                msg = mailbox.mboxMessage(to_email(row, config).as_bytes(policy=email.policy.default))
+                msg = mailbox.mboxMessage(to_email(row, config).as_bytes(policy=email.policy.compat32))
                 msg.set_from(config.server.address)
                 box.add(msg)
                 row.state = "printed"

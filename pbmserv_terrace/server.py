@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import logging
 import time
@@ -17,13 +18,16 @@ from dataclasses import dataclass, field
 
 from .config import Config
 from .mail.embedded import EmbeddedInbound
-from .mail.message import parse_message
+from .mail.message import InboundMail, parse_message
 from .mail.outbound import delivery_for, drain_outbox
+from .ordering import KeyedRunner
 from .pipe import save_failed
 from .service import HandleResult, Service
 from .store import Database, UnitOfWork
 
 log = logging.getLogger("pbmserv.serve")
+IDLE_SMTP_CLOSE = 10.0
+"""seconds without replies after which the SMTP connection is closed"""
 
 
 @dataclass
@@ -63,50 +67,106 @@ class Server:
         self.metrics = Metrics()
         self.stopping = asyncio.Event()
         self.wake_outbound = asyncio.Event()
-        self._busy = asyncio.Lock()
+        self.runner = KeyedRunner(config.server.concurrency)
         self.embedded: EmbeddedInbound | None = None
         self._health: asyncio.base_events.Server | None = None
 
     # ---------------------------------------------------------------- one mail
     async def process_raw(self, raw: bytes) -> HandleResult:
-        """Run one raw mail through the service.  A crash saves the mail to the
-        ``failed`` directory and is reported as ``failed`` (the caller moves the
-        IMAP message to the failed folder); it never propagates."""
-        async with self._busy:  # shutdown waits for the mail in hand
+        """Run one raw mail through the service (see :meth:`process_batch`)."""
+        return (await self.process_batch([raw]))[0]
+
+    async def process_batch(self, raws: list[bytes]) -> list[HandleResult]:
+        """Run raw mails through the service (see :meth:`submit`) and wait for them."""
+        return list(await asyncio.gather(*self.submit(raws, await self.prepare(raws))))
+
+    async def prepare(self, raws: list[bytes]) -> list[tuple[InboundMail | Exception, list[asyncio.Future[bool]]]]:
+        """Parse mails and start their password checks in the background."""
+        parsed: list[InboundMail | Exception] = []
+        for raw in raws:
             try:
-                result = await self.service.handle_mail(parse_message(raw))
+                parsed.append(parse_message(raw))
             except Exception as exc:
-                log.exception("mail crashed its handler; kept for the operator")
-                if self.embedded is not None:
-                    path = save_failed(raw, self.config.imap.failed_folder, f"{type(exc).__name__}: {exc}")
-                    log.error("saved to %s", path)
-                result = HandleResult("failed", f"{type(exc).__name__}: {exc}")
-            self.metrics.count(result.status)
-            log.info(result.log_line())
-            if result.outbox_ids:
-                self.wake_outbound.set()
-            return result
+                parsed.append(exc)
+        good = [m for m in parsed if isinstance(m, InboundMail)]
+        try:
+            checks = iter(await self.service.prewarm(good))
+        except Exception:
+            log.warning("password prewarm failed; the commands check passwords themselves", exc_info=True)
+            checks = iter([[] for _ in good])
+        return [(m, next(checks) if isinstance(m, InboundMail) else []) for m in parsed]
+
+    def submit(
+        self, raws: list[bytes], prepared: list[tuple[InboundMail | Exception, list[asyncio.Future[bool]]]]
+    ) -> list[asyncio.Task[HandleResult]]:
+        """Schedule mails, given in delivery order: mails that may touch the same
+        things run one after the other in that order, the others side by side
+        (:mod:`.ordering`).  A crash saves the mail to the ``failed`` directory
+        (embedded) and is reported as ``failed`` (the IMAP loop moves the message
+        to the failed folder); it never propagates.  Once shutdown has begun, the
+        mails not yet begun are ``deferred`` (left where they are)."""
+        tasks = []
+        for raw, (mail, checks) in zip(raws, prepared, strict=True):
+            keys = self.service.conflict_keys(mail) if isinstance(mail, InboundMail) else frozenset()
+
+            async def passwords(checks: list[asyncio.Future[bool]] = checks) -> None:
+                # never hold a transaction (SQLite: the write lock) while scrypt runs
+                await asyncio.gather(*checks, return_exceptions=True)
+
+            tasks.append(self.runner.submit(keys, functools.partial(self._process_one, raw, mail), passwords))
+        return tasks
+
+    async def _process_one(self, raw: bytes, mail: InboundMail | Exception) -> HandleResult:
+        if self.stopping.is_set():
+            return HandleResult("deferred", "shutting down")  # stays in the inbox for the next start
+        try:
+            if isinstance(mail, Exception):
+                raise mail
+            result = await self.service.handle_mail(mail)
+        except Exception as exc:
+            log.error("mail crashed its handler; kept for the operator", exc_info=exc)
+            if self.embedded is not None:
+                path = save_failed(raw, self.config.imap.failed_folder, f"{type(exc).__name__}: {exc}")
+                log.error("saved to %s", path)
+            result = HandleResult("failed", f"{type(exc).__name__}: {exc}")
+        self.metrics.count(result.status)
+        log.info(result.log_line())
+        if result.outbox_ids:
+            self.wake_outbound.set()
+        return result
 
     async def _embedded_handle(self, raw: bytes) -> None:
-        if self.stopping.is_set():
+        if (await self.process_raw(raw)).status == "deferred":
             raise RuntimeError("shutting down")
-        await self.process_raw(raw)
 
     # ------------------------------------------------------------------- loops
     async def outbound_loop(self) -> None:
+        """Drain the outbox whenever a mail queued replies (and every few seconds,
+        for retries).  The SMTP connection stays open while replies keep coming and
+        is closed after IDLE_SMTP_CLOSE seconds without any."""
         delivery = delivery_for(self.config)
-        while True:
-            try:
-                result = await drain_outbox(self.db, delivery, self.config)
-                self.metrics.replies_sent += result.sent
-                self.metrics.replies_failed += result.failed
-            except Exception:
-                log.exception("outbox drain failed; retrying")
-            if self.stopping.is_set():
-                return
-            self.wake_outbound.clear()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.wake_outbound.wait(), timeout=5.0)
+        last_sent = time.monotonic()
+        try:
+            while True:
+                self.wake_outbound.clear()
+                try:
+                    result = await drain_outbox(self.db, delivery, self.config, keep_open=True)
+                    self.metrics.replies_sent += result.sent
+                    self.metrics.replies_failed += result.failed
+                    if result.sent or result.failed or result.retried:
+                        last_sent = time.monotonic()
+                except Exception:
+                    log.exception("outbox drain failed; retrying")
+                    await delivery.close()
+                if self.stopping.is_set():
+                    return
+                if time.monotonic() - last_sent > IDLE_SMTP_CLOSE:
+                    await delivery.close()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self.wake_outbound.wait(), timeout=5.0)
+        finally:
+            with contextlib.suppress(Exception):
+                await delivery.close()
 
     async def scheduler_loop(self) -> None:
         while not self.stopping.is_set():
@@ -173,8 +233,7 @@ class Server:
         log.info("stopping: finishing the mail in hand")
         if self.embedded is not None:
             await self.embedded.stop()
-        async with self._busy:
-            pass
+        await self.runner.wait_idle()
         self.wake_outbound.set()
         _done, pending = await asyncio.wait(tasks, timeout=30)
         for task in pending:

@@ -24,11 +24,16 @@ import aioimaplib
 if TYPE_CHECKING:
     from ..config import Config
     from ..server import Server
+    from ..service import HandleResult
 
 log = logging.getLogger("pbmserv.imap")
 
 _FETCH_UID = re.compile(rb"UID (\d+)")
 BATCH = 25
+IN_FLIGHT = 100
+"""mails fetched and handed to the server but not yet filed, at most"""
+FILE_EVERY = 0.1
+"""seconds: how often finished mails are filed (and new mail looked for) while busy"""
 STANDBY_POLL = 2.0
 
 
@@ -194,7 +199,13 @@ class ImapInbound:
         resp = _ok(await client.uid_search("ALL"), "UID SEARCH")
         uids: list[int] = []
         for line in resp.lines[:-1]:  # the last line is the tagged completion
-            uids += [int(x) for x in bytes(line).split() if x.isdigit()]
+            words = bytes(line).split()
+            if words and words[0].upper() == b"SEARCH":
+                words = words[1:]
+            # only the SEARCH line (aioimaplib drops its "SEARCH"): untagged news
+            # such as "57 EXISTS" or "3 EXPUNGE" come along in the same response
+            if all(w.isdigit() for w in words):
+                uids += [int(w) for w in words]
         return sorted(set(uids))
 
     async def _drain(self, client: aioimaplib.IMAP4) -> bool:
@@ -210,30 +221,56 @@ class ImapInbound:
             return mine
 
     async def _drain_locked(self, client: aioimaplib.IMAP4) -> None:
-        # again and again until the inbox is empty: mail may arrive while we work
-        while uids := await self._uids(client):
-            await self._drain_uids(client, uids)
-            if self.server.stopping.is_set():
-                return
-
-    async def _drain_uids(self, client: aioimaplib.IMAP4, uids: list[int]) -> None:
+        """Until the inbox is empty: fetch what is new (BATCH at a time, at most
+        IN_FLIGHT mails taken and not yet filed), hand it to the server, which
+        runs it in order where order matters (:mod:`..ordering`), and file each
+        mail once its transaction has committed.  Mail that arrives meanwhile is
+        seen by the next UID SEARCH, every FILE_EVERY seconds at the latest."""
         cfg = self.config.imap
-        for start in range(0, len(uids), BATCH):
-            chunk = uids[start : start + BATCH]
-            fetched = await self._fetch(client, chunk)
-            done: dict[str, list[int]] = {cfg.processed_folder: [], cfg.failed_folder: []}
-            try:
-                for uid in chunk:
-                    if self.server.stopping.is_set() or uid not in fetched:
-                        continue
-                    result = await self.server.process_raw(fetched[uid])
-                    done[cfg.failed_folder if result.status == "failed" else cfg.processed_folder].append(uid)
-            finally:
-                for folder, filed in done.items():
-                    if filed:
-                        await self._file(client, filed, folder)
-            if self.server.stopping.is_set():
-                return
+        taken: dict[int, asyncio.Task[HandleResult]] = {}
+        try:
+            while True:
+                new: list[int] = []
+                if not self.server.stopping.is_set() and len(taken) < IN_FLIGHT:
+                    new = [uid for uid in await self._uids(client) if uid not in taken][:BATCH]
+                if new:
+                    fetched = await self._fetch(client, new)
+                    new = [uid for uid in new if uid in fetched]
+                    raws = [fetched[uid] for uid in new]
+                    prepared = await self.server.prepare(raws)
+                    taken.update(zip(new, self.server.submit(raws, prepared), strict=True))
+                if not taken:
+                    return
+                if not new or len(taken) >= IN_FLIGHT:
+                    await asyncio.wait(set(taken.values()), timeout=FILE_EVERY)
+                await self._file_done(client, taken, cfg.processed_folder, cfg.failed_folder)
+        finally:
+            # leaving (shutdown, or the connection failed): let what was begun finish
+            # and file it if the connection still works; the rest stays in the inbox
+            if taken:
+                await asyncio.wait(set(taken.values()))
+                with contextlib.suppress(Exception):
+                    await self._file_done(client, taken, cfg.processed_folder, cfg.failed_folder)
+
+    async def _file_done(
+        self, client: aioimaplib.IMAP4, taken: dict[int, asyncio.Task[HandleResult]], processed: str, failed: str
+    ) -> None:
+        done: dict[str, list[int]] = {processed: [], failed: []}
+        for uid, task in list(taken.items()):
+            if not task.done():
+                continue
+            # a task not run to the end is left in the inbox (a rerun is a no-op if it had committed)
+            broken = task.cancelled() or task.exception() is not None
+            status = "deferred" if broken else task.result().status
+            if status == "deferred":
+                del taken[uid]  # stays in the inbox, for the next pass or the next start
+            else:
+                done[failed if status == "failed" else processed].append(uid)
+        for folder, uids in done.items():
+            if uids:
+                await self._file(client, uids, folder)
+                for uid in uids:
+                    del taken[uid]
 
     async def _fetch(self, client: aioimaplib.IMAP4, uids: list[int]) -> dict[int, bytes]:
         resp = _ok(await client.uid("fetch", ",".join(map(str, uids)), "(UID BODY.PEEK[])"), "UID FETCH")

@@ -14,7 +14,7 @@ import mailbox
 import ssl
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from email.message import EmailMessage
+from email.message import Message
 from pathlib import Path
 from typing import Protocol
 
@@ -32,12 +32,12 @@ class PermanentFailure(Exception):
 
 
 class Delivery(Protocol):
-    async def deliver(self, message: EmailMessage, recipient: str) -> None: ...
+    async def deliver(self, message: Message, recipient: str) -> None: ...
 
     async def close(self) -> None: ...
 
 
-def to_email(row: OutboxMessage, config: Config) -> EmailMessage:
+def to_email(row: OutboxMessage, config: Config) -> Message:
     return build_message(
         sender=config.server.address,
         sender_name=config.server.name,
@@ -60,11 +60,11 @@ class MaildirDelivery:
         safe = address.lower().replace("/", "_")
         return self.root / safe
 
-    async def deliver(self, message: EmailMessage, recipient: str) -> None:
+    async def deliver(self, message: Message, recipient: str) -> None:
         def write() -> None:
             self.root.mkdir(parents=True, exist_ok=True)
             box = mailbox.Maildir(self.folder(recipient), create=True)
-            box.add(message.as_bytes(policy=email.policy.default))  # LF line ends on disk
+            box.add(message.as_bytes(policy=email.policy.compat32))  # LF line ends on disk
             box.close()
 
         await asyncio.to_thread(write)
@@ -113,10 +113,18 @@ class SmtpDelivery:
             self._client.close()
             self._client = None
 
-    async def deliver(self, message: EmailMessage, recipient: str) -> None:
+    async def deliver(self, message: Message, recipient: str) -> None:
+        reused = self._client is not None and self._client.is_connected
         try:
             client = await self.connect()
-            await client.send_message(message, recipients=[recipient])
+            try:
+                await client.send_message(message, recipients=[recipient])
+            except (aiosmtplib.SMTPServerDisconnected, aiosmtplib.SMTPConnectError, ConnectionError):
+                if not reused:
+                    raise
+                # a kept connection the server had closed meanwhile: once more on a fresh one
+                self._drop()
+                await (await self.connect()).send_message(message, recipients=[recipient])
         except aiosmtplib.SMTPRecipientsRefused as exc:
             self._drop()
             codes = [r.code for r in exc.recipients]
@@ -146,10 +154,18 @@ class DrainResult:
 
 
 async def drain_outbox(
-    db: Database, delivery: Delivery, config: Config, *, batch: int = 50, now: datetime | None = None
+    db: Database,
+    delivery: Delivery,
+    config: Config,
+    *,
+    batch: int = 50,
+    now: datetime | None = None,
+    keep_open: bool = False,
 ) -> DrainResult:
     """Send every due pending reply once.  Rows are claimed with FOR UPDATE SKIP
-    LOCKED (PostgreSQL), so several workers never send the same row."""
+    LOCKED (PostgreSQL), so several workers never send the same row.  The SMTP
+    connection is closed at the end unless ``keep_open`` (``serve`` keeps it for
+    the next drain and closes it when idle)."""
     result = DrainResult()
     try:
         while True:
@@ -163,7 +179,8 @@ async def drain_outbox(
             if len(rows) < batch:
                 return result
     finally:
-        await delivery.close()
+        if not keep_open:
+            await delivery.close()
 
 
 async def _send_one(row: OutboxMessage, delivery: Delivery, config: Config, result: DrainResult) -> None:

@@ -99,7 +99,12 @@ async def signup(ctx: Ctx, cmd: Command) -> None:
     )
 
 
-@handler("change", game=False, usage="change password USERID PASSWORD NEWPASSWORD | change address USERID PASSWORD [address ...]")
+@handler(
+    "change",
+    game=False,
+    usage="change password USERID PASSWORD NEWPASSWORD | change address USERID PASSWORD [address ...]",
+    auth=1,
+)
 async def change(ctx: Ctx, cmd: Command) -> None:
     words = need(cmd, 3)
     what = words[0].lower()
@@ -116,7 +121,7 @@ async def change(ctx: Ctx, cmd: Command) -> None:
         notice(ctx, f"{ctx.server_name}: address changed", f"Mail for {user.userid} now goes to: {', '.join(user.addresses)}")
 
 
-@handler("signoff", game=False, usage="signoff USERID PASSWORD")
+@handler("signoff", game=False, usage="signoff USERID PASSWORD", auth=0)
 async def signoff(ctx: Ctx, cmd: Command) -> None:
     words = need(cmd, 2, 2)
     user = await ctx.auth(words[0], words[1])
@@ -126,7 +131,7 @@ async def signoff(ctx: Ctx, cmd: Command) -> None:
            f"To come back: signup {user.userid} PASSWORD")  # fmt: skip
 
 
-@handler("delete", game=False, usage="delete USERID PASSWORD")
+@handler("delete", game=False, usage="delete USERID PASSWORD", auth=0)
 async def delete(ctx: Ctx, cmd: Command) -> None:
     from .play import forfeit_all
 
@@ -184,7 +189,7 @@ async def list_(ctx: Ctx, cmd: Command) -> None:
     ctx.reply(f"{ctx.server_name} games", "list.txt", rows=rows, server_name=ctx.server_name)
 
 
-@handler("message", game=False, usage="message USERID PASSWORD TO_USERID ...  (the body is the message)")
+@handler("message", game=False, usage="message USERID PASSWORD TO_USERID ...  (the body is the message)", auth=0)
 async def message(ctx: Ctx, cmd: Command) -> None:
     words = need(cmd, 3, 50)
     user = await ctx.auth(words[0], words[1])
@@ -199,7 +204,7 @@ async def message(ctx: Ctx, cmd: Command) -> None:
     notice(ctx, f"{ctx.server_name}: message sent", f"Your message went to: {', '.join(sorted(found))}")
 
 
-@handler("broadcast", game=False, usage="broadcast USERID PASSWORD  (the body is the message)")
+@handler("broadcast", game=False, usage="broadcast USERID PASSWORD  (the body is the message)", auth=0)
 async def broadcast(ctx: Ctx, cmd: Command) -> None:
     words = need(cmd, 2, 2)
     user = await ctx.auth(words[0], words[1])

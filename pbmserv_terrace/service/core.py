@@ -9,6 +9,7 @@ network; they append :class:`Mail` objects to the context.
 
 from __future__ import annotations
 
+import asyncio
 import collections
 import functools
 import logging
@@ -26,6 +27,7 @@ from ..config import Config
 from ..mail.message import InboundMail, is_valid_address, never_answer, new_message_id
 from ..render import GAME_TITLES, render
 from ..store import Database, OutboxMessage, UnitOfWork, User, utcnow
+from ..store.repos import Users
 from .passwords import PasswordCache, hash_password
 
 log = logging.getLogger("pbmserv.service")
@@ -57,7 +59,7 @@ class Mail:
 @dataclass
 class HandleResult:
     status: str
-    """ok | error | ignored | duplicate | throttled | failed"""
+    """ok | error | ignored | duplicate | throttled | failed | deferred (not begun: shutting down)"""
     detail: str = ""
     replies: int = 0
     board: str = ""
@@ -75,19 +77,37 @@ class HandleResult:
 
 
 Handler = Callable[["Ctx", Command], Awaitable[None]]
+AuthAt = int | Callable[[list[str]], int | None] | None
 HANDLERS: dict[tuple[bool, str], Handler] = {}
 USAGE: dict[str, str] = {}
+AUTH_AT: dict[tuple[bool, str], AuthAt] = {}
+PREWARM_PER_MAIL = 4
+PER_BOARD = frozenset({"move", "resign", "queue", "submit", "confirm", "chat"})
+"""board commands whose effects stay on their board, its players' ratings
+(locked rows) and the sender; other commands are ordered against everything"""
 
 
-def handler(verb: str, *, game: bool, usage: str) -> Callable[[Handler], Handler]:
-    """Register the handler of ``verb`` (a game command when ``game``)."""
+def handler(verb: str, *, game: bool, usage: str, auth: AuthAt = None) -> Callable[[Handler], Handler]:
+    """Register the handler of ``verb`` (a game command when ``game``).  ``auth``:
+    where USERID PASSWORD stand in its words (an index, or a function of the
+    words), so ``serve`` can start the password check before the transaction."""
 
     def register(fn: Handler) -> Handler:
         HANDLERS[(game, verb)] = fn
         USAGE[verb if not game else f"game:{verb}"] = usage
+        AUTH_AT[(game, verb)] = auth
         return fn
 
     return register
+
+
+def credentials(cmd: Command) -> tuple[str, str] | None:
+    """The (userid, password) a command will authenticate with, if known."""
+    at = AUTH_AT.get((cmd.is_game, cmd.verb))
+    index = at(cmd.words) if callable(at) else at
+    if index is None or len(cmd.words) < index + 2:
+        return None
+    return cmd.words[index].lower(), cmd.words[index + 1]
 
 
 def usage_of(cmd: Command) -> str:
@@ -245,6 +265,48 @@ class Service:
         from .timers import run_timers
 
         return await run_timers(self, now or utcnow())
+
+    async def prewarm(self, mails: list[InboundMail]) -> list[list[asyncio.Future[bool]]]:
+        """Start, in the background, the password checks these mails will need,
+        so their transactions find them done; per mail, the checks still running
+        (``serve`` waits for them before it begins the mail's transaction).  Only
+        known users; locked-out userids are left alone; nothing is decided here:
+        the command's own check is the one that counts."""
+        wanted: list[list[tuple[str, str]]] = []
+        for mail in mails:
+            parsed = parse_mail(mail.subject, mail.body)
+            wanted.append([pair for cmd in parsed.commands if (pair := credentials(cmd))][:PREWARM_PER_MAIL])
+        userids = sorted({userid for pairs in wanted for userid, _ in pairs})
+        if not userids:
+            return [[] for _ in mails]
+        async with self.db.reading() as session:
+            stored = await Users(session).password_hashes(userids)
+        clock = time.monotonic()
+        running: list[list[asyncio.Future[bool]]] = []
+        for pairs in wanted:
+            futures = []
+            for userid, password in pairs:
+                hashed = stored.get(userid)
+                if hashed and not hashed.startswith("!") and not self.guessing.locked_for(userid, clock):
+                    future = self.passwords.warm(userid, hashed, password)
+                    if future is not None:
+                        futures.append(future)
+            running.append(futures)
+        return running
+
+    @staticmethod
+    def conflict_keys(mail: InboundMail) -> frozenset[str] | None:
+        """What a mail may touch, for running mails side by side (see
+        :mod:`pbmserv_terrace.ordering`): its sender, and the board and user of
+        each board command; None when it may touch anything else (it then runs
+        alone, after every earlier mail and before every later one)."""
+        keys = {f"from:{mail.sender.lower()}"}
+        for cmd in parse_mail(mail.subject, mail.body).commands:
+            if not (cmd.is_game and cmd.verb in PER_BOARD and len(cmd.words) >= 2 and cmd.words[0].isdigit()):
+                return None
+            keys.add(f"board:{cmd.game_type}:{int(cmd.words[0])}")
+            keys.add(f"user:{cmd.words[1].lower()}")
+        return frozenset(keys)
 
     async def handle_mail(self, mail: InboundMail, *, now: datetime | None = None) -> HandleResult:
         started = time.perf_counter()

@@ -15,6 +15,7 @@ import os
 import secrets
 import time
 from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
 
 SCRYPT_N, SCRYPT_R, SCRYPT_P = 2**14, 8, 1
 
@@ -39,13 +40,31 @@ def verify_password(password: str, stored: str) -> bool:
     return hmac.compare_digest(computed, bytes.fromhex(digest))
 
 
+_SCRYPT_THREADS: ThreadPoolExecutor | None = None
+
+
+def _scrypt_pool() -> ThreadPoolExecutor:
+    """The threads scrypt runs in (hashlib releases the GIL while it works): one
+    core fewer than the machine has, so the event loop always keeps one."""
+    global _SCRYPT_THREADS
+    if _SCRYPT_THREADS is None:
+        _SCRYPT_THREADS = ThreadPoolExecutor(max(1, (os.cpu_count() or 2) - 1), thread_name_prefix="scrypt")
+    return _SCRYPT_THREADS
+
+
 class PasswordCache:
-    """Remembers successful verifications for ``ttl`` seconds, at most ``size`` of them."""
+    """Remembers successful verifications for ``ttl`` seconds, at most ``size`` of them.
+
+    :meth:`warm` starts a verification ahead of time (``serve`` does so for every
+    mail it has fetched, outside any transaction); a later :meth:`check_async` of
+    the same (user, hash, password) awaits that run instead of starting another.
+    """
 
     def __init__(self, secret: bytes | None = None, ttl: float = 900.0, size: int = 20_000) -> None:
         self._key = secret or secrets.token_bytes(32)
         self.ttl, self.size = ttl, size
         self._seen: OrderedDict[bytes, float] = OrderedDict()
+        self._running: dict[bytes, asyncio.Future[bool]] = {}
         self.hits = self.misses = 0
 
     def _token(self, userid: str, stored: str, password: str) -> bytes:
@@ -75,13 +94,35 @@ class PasswordCache:
         self._remember(token)
         return True
 
+    def _start(self, token: bytes, stored: str, password: str) -> asyncio.Future[bool]:
+        running = self._running.get(token)
+        if running is None:
+            loop = asyncio.get_running_loop()
+            running = loop.run_in_executor(_scrypt_pool(), verify_password, password, stored)
+            self._running[token] = running
+
+            def done(fut: asyncio.Future[bool]) -> None:
+                self._running.pop(token, None)
+                if not fut.cancelled() and fut.exception() is None and fut.result():
+                    self._remember(token)
+
+            running.add_done_callback(done)
+        return running
+
+    def warm(self, userid: str, stored: str, password: str) -> asyncio.Future[bool] | None:
+        """Start verifying in the background unless the answer is known; the
+        running verification, or None when the answer is known already."""
+        token = self._token(userid, stored, password)
+        expires = self._seen.get(token)
+        if expires is not None and expires > time.monotonic():
+            return None
+        return self._start(token, stored, password)
+
     async def check_async(self, userid: str, stored: str, password: str) -> bool:
         """As :meth:`check`, with a miss's scrypt run in a thread so the event loop
-        (IMAP, SMTP delivery) keeps going for its ~45 ms."""
+        (IMAP, SMTP delivery) keeps going for its ~45 ms; joins a verification that
+        :meth:`warm` already started."""
         token = self._token(userid, stored, password)
         if self._hit(token):
             return True
-        if not await asyncio.to_thread(verify_password, password, stored):
-            return False
-        self._remember(token)
-        return True
+        return await asyncio.shield(self._start(token, stored, password))

@@ -154,7 +154,7 @@ def _numbered(game: Game, text: str) -> str:
     return move_text
 
 
-@handler("move", game=True, usage=MOVE_USAGE)
+@handler("move", game=True, usage=MOVE_USAGE, auth=1)
 async def move(ctx: Ctx, cmd: Command) -> None:
     words = need(cmd, 4, 4)
     game, user, seat = await _player(ctx, cmd, words)
@@ -320,7 +320,7 @@ async def _first_round_removal(ctx: Ctx, game: Game, seat: Seat, how: str, comme
 VOTES = {"propose": _propose, "accept": _accept, "reject": _reject, "undo": _undo, "resign": _resign}
 
 
-@handler("resign", game=True, usage="resign BOARD USERID PASSWORD")
+@handler("resign", game=True, usage="resign BOARD USERID PASSWORD", auth=1)
 async def resign(ctx: Ctx, cmd: Command) -> None:
     words = need(cmd, 3, 3)
     game, user, seat = await _player(ctx, cmd, words)
@@ -350,7 +350,7 @@ async def forfeit_all(ctx: Ctx, user: User) -> list[str]:
 
 
 # -------------------------------------------------------------- queue, submit
-@handler("queue", game=True, usage="queue BOARD USERID PASSWORD MOVE")
+@handler("queue", game=True, usage="queue BOARD USERID PASSWORD MOVE", auth=1)
 async def queue(ctx: Ctx, cmd: Command) -> None:
     words = need(cmd, 4, 4)
     game, user, seat = await _player(ctx, cmd, words)
@@ -375,7 +375,7 @@ async def queue(ctx: Ctx, cmd: Command) -> None:
            "A queued move is played when your turn comes; an illegal one is dropped (with the rest of the queue).")  # fmt: skip
 
 
-@handler("submit", game=True, usage="submit BOARD USERID PASSWORD MOVE[#k]")
+@handler("submit", game=True, usage="submit BOARD USERID PASSWORD MOVE[#k]", auth=1)
 async def submit(ctx: Ctx, cmd: Command) -> None:
     words = need(cmd, 4, 4)
     game, user, seat = await _player(ctx, cmd, words)
@@ -399,7 +399,7 @@ async def submit(ctx: Ctx, cmd: Command) -> None:
     )
 
 
-@handler("confirm", game=True, usage="confirm BOARD USERID PASSWORD")
+@handler("confirm", game=True, usage="confirm BOARD USERID PASSWORD", auth=1)
 async def confirm(ctx: Ctx, cmd: Command) -> None:
     words = need(cmd, 3, 3)
     game, user, seat = await _player(ctx, cmd, words)

@@ -91,7 +91,9 @@ async def show(ctx: Ctx, cmd: Command) -> None:
     await _show(ctx, cmd, need(cmd, 1, MAX_BOARDS + 1))
 
 
-@handler("showas", game=True, usage="showas USERID PASSWORD BOARD ... | showas USERID PASSWORD [active|inactive|next|all]")
+@handler(
+    "showas", game=True, usage="showas USERID PASSWORD BOARD ... | showas USERID PASSWORD [active|inactive|next|all]", auth=0
+)
 async def showas(ctx: Ctx, cmd: Command) -> None:
     words = need(cmd, 2, MAX_BOARDS + 2)
     user = await ctx.auth(words[0], words[1])

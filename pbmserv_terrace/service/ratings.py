@@ -35,7 +35,7 @@ def new_ratings(ratings: list[float], games: list[int], scores: list[float]) -> 
 
 async def apply_ratings(uow: UnitOfWork, game: Game) -> list[str]:
     """Update ratings and records of a finished rated game; lines for its mail."""
-    rows: list[Rating] = [await uow.ratings.get_or_new(s.user_id, game.game_type) for s in game.seats]
+    rows: list[Rating] = await uow.ratings.for_update([s.user_id for s in game.seats], game.game_type)
     scores = [0.5] * len(rows) if game.winner_seat is None else [1.0 if s.seat == game.winner_seat else 0.0 for s in game.seats]
     before = [r.rating for r in rows]
     after = new_ratings(before, [r.games for r in rows], scores)

@@ -14,7 +14,7 @@ from .play import _err
 
 
 # ------------------------------------------------------------------------ chat
-@handler("chat", game=True, usage="chat BOARD USERID PASSWORD  (the body is the message)")
+@handler("chat", game=True, usage="chat BOARD USERID PASSWORD  (the body is the message)", auth=1)
 async def chat(ctx: Ctx, cmd: Command) -> None:
     words = need(cmd, 3, 3)
     game, _ = await load_game(ctx, cmd, words[0], lock=False)
@@ -32,6 +32,14 @@ async def chat(ctx: Ctx, cmd: Command) -> None:
 
 
 # ---------------------------------------------------------------- watching
+def _board_first(words: list[str]) -> int | None:
+    """Where USERID PASSWORD stand in subscribe/unsubscribe: after the board, or
+    first in the ``USERID PASSWORD all`` form."""
+    if len(words) == 3 and words[2].lower() == "all" and not words[0].isdigit():
+        return 0
+    return 1
+
+
 async def _subscription(ctx: Ctx, cmd: Command, on: bool) -> None:
     words = need(cmd, 3, 3)
     game_type = cmd.game_type or "terrace"
@@ -68,17 +76,17 @@ async def _subscription(ctx: Ctx, cmd: Command, on: bool) -> None:
               headline=f"{what} this board", comment=None)  # fmt: skip
 
 
-@handler("subscribe", game=True, usage="subscribe BOARD USERID PASSWORD | subscribe USERID PASSWORD all")
+@handler("subscribe", game=True, usage="subscribe BOARD USERID PASSWORD | subscribe USERID PASSWORD all", auth=_board_first)
 async def subscribe(ctx: Ctx, cmd: Command) -> None:
     await _subscription(ctx, cmd, True)
 
 
-@handler("unsubscribe", game=True, usage="unsubscribe BOARD USERID PASSWORD | unsubscribe USERID PASSWORD all")
+@handler("unsubscribe", game=True, usage="unsubscribe BOARD USERID PASSWORD | unsubscribe USERID PASSWORD all", auth=_board_first)
 async def unsubscribe(ctx: Ctx, cmd: Command) -> None:
     await _subscription(ctx, cmd, False)
 
 
-@handler("notify", game=True, usage="notify USERID PASSWORD [BOARD ...]")
+@handler("notify", game=True, usage="notify USERID PASSWORD [BOARD ...]", auth=0)
 async def notify(ctx: Ctx, cmd: Command) -> None:
     words = need(cmd, 2, 22)
     user = await ctx.auth(words[0], words[1])
@@ -101,7 +109,7 @@ async def notify(ctx: Ctx, cmd: Command) -> None:
 
 
 # ------------------------------------------------------- challenge preferences
-@handler("accept", game=True, usage="accept USERID PASSWORD  (accept challenges)")
+@handler("accept", game=True, usage="accept USERID PASSWORD  (accept challenges)", auth=0)
 async def accept_challenges(ctx: Ctx, cmd: Command) -> None:
     words = need(cmd, 2, 2)
     user = await ctx.auth(words[0], words[1])
@@ -109,7 +117,7 @@ async def accept_challenges(ctx: Ctx, cmd: Command) -> None:
     notice(ctx, f"{ctx.server_name}: challenges", f"{user.userid} accepts challenges again.")
 
 
-@handler("reject", game=True, usage="reject USERID PASSWORD  (refuse challenges)")
+@handler("reject", game=True, usage="reject USERID PASSWORD  (refuse challenges)", auth=0)
 async def reject_challenges(ctx: Ctx, cmd: Command) -> None:
     words = need(cmd, 2, 2)
     user = await ctx.auth(words[0], words[1])
@@ -117,7 +125,7 @@ async def reject_challenges(ctx: Ctx, cmd: Command) -> None:
     notice(ctx, f"{ctx.server_name}: challenges", f"{user.userid} no longer accepts challenges.")
 
 
-@handler("limit", game=True, usage="limit USERID PASSWORD [n|inf|0]")
+@handler("limit", game=True, usage="limit USERID PASSWORD [n|inf|0]", auth=0)
 async def limit(ctx: Ctx, cmd: Command) -> None:
     words = need(cmd, 2, 3)
     user = await ctx.auth(words[0], words[1])
@@ -133,7 +141,7 @@ async def limit(ctx: Ctx, cmd: Command) -> None:
     notice(ctx, f"{ctx.server_name}: limit", f"Challenge limit of {user.userid}: {shown}.")
 
 
-@handler("seek", game=True, usage="seek USERID PASSWORD n")
+@handler("seek", game=True, usage="seek USERID PASSWORD n", auth=0)
 async def seek(ctx: Ctx, cmd: Command) -> None:
     words = need(cmd, 3, 3)
     user = await ctx.auth(words[0], words[1])
@@ -143,7 +151,7 @@ async def seek(ctx: Ctx, cmd: Command) -> None:
     notice(ctx, f"{ctx.server_name}: seek", f"{user.userid} seeks {user.seek} more games; it shows in the standings.")
 
 
-@handler("vacation", game=True, usage="vacation USERID PASSWORD on|off")
+@handler("vacation", game=True, usage="vacation USERID PASSWORD on|off", auth=0)
 async def vacation(ctx: Ctx, cmd: Command) -> None:
     words = need(cmd, 3, 3)
     user = await ctx.auth(words[0], words[1])

@@ -25,6 +25,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///pbmserv.db"
 SQLITE_BUSY_TIMEOUT_S = 60.0
+READ_ONLY = "pbmserv_read_only"
 
 
 def utcnow() -> datetime:
@@ -65,7 +66,8 @@ def make_engine(url: str, **kwargs: Any) -> AsyncEngine:
 
         @event.listens_for(engine.sync_engine, "begin")
         def _on_begin(conn: Connection) -> None:
-            conn.exec_driver_sql("BEGIN IMMEDIATE")
+            # a reader (Database.reading) takes no write lock; WAL lets it read beside a writer
+            conn.exec_driver_sql("BEGIN" if conn.get_execution_options().get(READ_ONLY) else "BEGIN IMMEDIATE")
 
         return engine
     kwargs.setdefault("pool_size", 10)
@@ -147,6 +149,17 @@ class Database:
         finally:
             if self._writer is not None:
                 self._writer.release()
+
+    @contextlib.asynccontextmanager
+    async def reading(self) -> AsyncIterator[AsyncSession]:
+        """A session for a short read that may run beside the writer (it never
+        waits for SQLite's write lock); rolled back at the end."""
+        async with self.sessions() as session:
+            await session.connection(execution_options={READ_ONLY: True})
+            try:
+                yield session
+            finally:
+                await session.rollback()
 
     @contextlib.asynccontextmanager
     async def mailbox_lock(self, name: str) -> AsyncIterator[bool]:

@@ -35,6 +35,11 @@ class Users:
         rows = (await self.s.execute(select(User).where(User.userid.in_(wanted)))).scalars()
         return {u.userid: u for u in rows}
 
+    async def password_hashes(self, userids: Sequence[str]) -> dict[str, str]:
+        """userid → stored password hash, for the given (lower-case) userids."""
+        rows = await self.s.execute(select(User.userid, User.password_hash).where(User.userid.in_(list(userids))))
+        return {userid: stored for userid, stored in rows.tuples()}
+
     async def by_id(self, ids: Sequence[int]) -> dict[int, User]:
         rows = (await self.s.execute(select(User).where(User.id.in_(list(ids))))).scalars()
         return {u.id: u for u in rows}
@@ -195,12 +200,25 @@ class Ratings:
         stmt = select(Rating).where(Rating.user_id == user_id, Rating.game_type == game_type)
         return (await self.s.execute(stmt)).scalar_one_or_none()
 
-    async def get_or_new(self, user_id: int, game_type: str) -> Rating:
-        row = await self.get(user_id, game_type)
-        if row is None:
-            row = Rating(user_id=user_id, game_type=game_type, rating=1600.0, won=0, lost=0, tied=0, games=0)
-            self.s.add(row)
-        return row
+    async def for_update(self, user_ids: Sequence[int], game_type: str) -> list[Rating]:
+        """The rating rows of these users (new rows for those without one), locked
+        in user-id order, so games ending at once never lose an update nor deadlock."""
+        stmt = (
+            select(Rating)
+            .where(Rating.user_id.in_(list(user_ids)), Rating.game_type == game_type)
+            .order_by(Rating.user_id)
+            .with_for_update()
+        )
+        found = {r.user_id: r for r in (await self.s.execute(stmt)).scalars()}
+        rows = []
+        for user_id in user_ids:
+            row = found.get(user_id)
+            if row is None:
+                row = Rating(user_id=user_id, game_type=game_type, rating=1600.0, won=0, lost=0, tied=0, games=0)
+                self.s.add(row)
+                found[user_id] = row
+            rows.append(row)
+        return rows
 
     async def table(self, game_type: str) -> list[tuple[Rating, User]]:
         stmt = (

@@ -74,7 +74,7 @@ def test_round_trip_of_every_entity(db_url):
             uow.watchers.add(Subscription(game_type="terrace", game_id=game.id, user_id=bob.id))
             uow.watchers.add(Subscription(game_type="terrace", game_id=None, user_id=alice.id))
             uow.watchers.add(Notifier(game_id=game.id, user_id=alice.id))
-            rating = await uow.ratings.get_or_new(alice.id, "terrace")
+            (rating,) = await uow.ratings.for_update([alice.id], "terrace")
             rating.rating, rating.won = 1616.0, 1
             uow.history.add(
                 FinishedGame(
