@@ -85,6 +85,8 @@ class SmtpConfig:
     timeout: float = 30.0
     give_up_hours: float = 48.0
     """stop retrying a reply after this long"""
+    connections: int = 4
+    """SMTP connections sending at once (each recipient's replies stay in order)"""
     retry_base_seconds: float = 60.0
     """first retry after this long, doubling each time (at most an hour)"""
 
@@ -218,6 +220,8 @@ def _validate(cfg: Config) -> None:
     for key in ("poll_interval", "scheduler_interval"):
         if getattr(cfg.server, key) <= 0:
             raise ConfigError(f"server.{key}: must be more than 0 seconds")
+    if not 1 <= cfg.smtp.connections <= 32:
+        raise ConfigError("smtp.connections: must be between 1 and 32")
     if not 1 <= cfg.server.concurrency <= 64:
         raise ConfigError("server.concurrency: must be between 1 and 64")
     if cfg.server.rate_limit_per_minute < 1:

@@ -16,6 +16,8 @@ import logging
 import time
 from dataclasses import dataclass, field
 
+from sqlalchemy.exc import InterfaceError, OperationalError
+
 from .config import Config
 from .mail.embedded import EmbeddedInbound
 from .mail.message import InboundMail, parse_message
@@ -27,6 +29,8 @@ from .store import Database, UnitOfWork
 
 log = logging.getLogger("pbmserv.serve")
 IDLE_SMTP_CLOSE = 10.0
+OUTBOUND_GATHER = 0.03
+"""seconds the outbound loop lets replies gather after a wake-up (one claim for several)"""
 """seconds without replies after which the SMTP connection is closed"""
 
 
@@ -68,6 +72,9 @@ class Server:
         self.stopping = asyncio.Event()
         self.wake_outbound = asyncio.Event()
         self.runner = KeyedRunner(config.server.concurrency)
+        self._held: set[str] = set()
+        """keys of mails put back for a later pass (later mails sharing them wait too)"""
+        self._hold_all = False
         self.embedded: EmbeddedInbound | None = None
         self._health: asyncio.base_events.Server | None = None
 
@@ -106,6 +113,8 @@ class Server:
         to the failed folder); it never propagates.  Once shutdown has begun, the
         mails not yet begun are ``deferred`` (left where they are)."""
         tasks = []
+        if self.runner.in_flight == 0:
+            self._held, self._hold_all = set(), False
         for raw, (mail, checks) in zip(raws, prepared, strict=True):
             keys = self.service.conflict_keys(mail) if isinstance(mail, InboundMail) else frozenset()
 
@@ -113,16 +122,30 @@ class Server:
                 # never hold a transaction (SQLite: the write lock) while scrypt runs
                 await asyncio.gather(*checks, return_exceptions=True)
 
-            tasks.append(self.runner.submit(keys, functools.partial(self._process_one, raw, mail), passwords))
+            tasks.append(self.runner.submit(keys, functools.partial(self._process_one, raw, mail, keys), passwords))
         return tasks
 
-    async def _process_one(self, raw: bytes, mail: InboundMail | Exception) -> HandleResult:
+    async def _process_one(
+        self, raw: bytes, mail: InboundMail | Exception, keys: frozenset[str] | None = frozenset()
+    ) -> HandleResult:
         if self.stopping.is_set():
             return HandleResult("deferred", "shutting down")  # stays in the inbox for the next start
+        if self._hold_all or (self._held and (keys is None or keys & self._held)):
+            # an earlier mail it depends on was put back: keep delivery order
+            return HandleResult("deferred", "after a mail that was put back")
         try:
             if isinstance(mail, Exception):
                 raise mail
             result = await self.service.handle_mail(mail)
+        except (OperationalError, InterfaceError, OSError) as exc:
+            # the database is unreachable (or a deadlock was broken): not the mail's
+            # fault; it stays where it is and is taken again later
+            log.error("database unavailable (%s: %s); the mail is kept for a later pass", type(exc).__name__, exc)
+            if keys is None:
+                self._hold_all = True
+            else:
+                self._held |= keys
+            result = HandleResult("deferred", "database unavailable")
         except Exception as exc:
             log.error("mail crashed its handler; kept for the operator", exc_info=exc)
             if self.embedded is not None:
@@ -164,6 +187,8 @@ class Server:
                     await delivery.close()
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self.wake_outbound.wait(), timeout=5.0)
+                    # replies of the mails finishing about now go out in the same drain
+                    await asyncio.sleep(OUTBOUND_GATHER)
         finally:
             with contextlib.suppress(Exception):
                 await delivery.close()

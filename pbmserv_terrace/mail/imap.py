@@ -95,6 +95,8 @@ class ImapInbound:
         self.server = server
         self.uidvalidity: int | None = None
         self.lost = asyncio.Event()
+        self.deferred = 0
+        self.retry_delay = 1.0
 
     async def run(self) -> None:
         delay = 1.0
@@ -243,7 +245,16 @@ class ImapInbound:
                     return
                 if not new or len(taken) >= IN_FLIGHT:
                     await asyncio.wait(set(taken.values()), timeout=FILE_EVERY)
+                self.deferred = 0
                 await self._file_done(client, taken, cfg.processed_folder, cfg.failed_folder)
+                if self.deferred and not self.server.stopping.is_set():
+                    # mails put back (the database is unreachable): look again later
+                    log.warning("%d mails left in the inbox; trying again in %.0f s", self.deferred, self.retry_delay)
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(self.server.stopping.wait(), timeout=self.retry_delay)
+                    self.retry_delay = min(self.retry_delay * 2, 60.0)
+                else:
+                    self.retry_delay = 1.0
         finally:
             # leaving (shutdown, or the connection failed): let what was begun finish
             # and file it if the connection still works; the rest stays in the inbox
@@ -264,6 +275,7 @@ class ImapInbound:
             status = "deferred" if broken else task.result().status
             if status == "deferred":
                 del taken[uid]  # stays in the inbox, for the next pass or the next start
+                self.deferred += 1
             else:
                 done[failed if status == "failed" else processed].append(uid)
         for folder, uids in done.items():

@@ -74,71 +74,90 @@ class MaildirDelivery:
 
 
 class SmtpDelivery:
-    """Real mail: aiosmtplib with implicit TLS, STARTTLS or plain, and auth.  One
-    connection carries a whole drain batch; any error drops it (the next message
-    opens a fresh one)."""
+    """Real mail: aiosmtplib with implicit TLS, STARTTLS or plain, and auth.  Up
+    to ``smtp.connections`` connections send at once (as an MTA does); each stays
+    open for the next message until :meth:`close`.  An error drops the connection
+    it happened on (the next message opens a fresh one)."""
 
-    def __init__(self, config: Config) -> None:
+    def __init__(self, config: Config, connections: int | None = None) -> None:
         self.cfg = config.smtp
-        self._client: aiosmtplib.SMTP | None = None
+        self.size = max(1, connections or self.cfg.connections)
+        self._idle: list[aiosmtplib.SMTP] = []
+        self._slots: asyncio.Semaphore | None = None
 
     async def connect(self) -> aiosmtplib.SMTP:
-        """The open connection (made and authenticated if needed)."""
-        if self._client is None or not self._client.is_connected:
-            cfg = self.cfg
-            client = aiosmtplib.SMTP(
-                hostname=cfg.host,
-                port=cfg.port,
-                use_tls=cfg.tls == "ssl",
-                start_tls=cfg.tls == "starttls",
-                timeout=cfg.timeout,
-                tls_context=ssl.create_default_context(cafile=cfg.ca_file) if cfg.ca_file else None,
-            )
-            await client.connect()
+        """A new connection, made and authenticated."""
+        cfg = self.cfg
+        client = aiosmtplib.SMTP(
+            hostname=cfg.host,
+            port=cfg.port,
+            use_tls=cfg.tls == "ssl",
+            start_tls=cfg.tls == "starttls",
+            timeout=cfg.timeout,
+            tls_context=ssl.create_default_context(cafile=cfg.ca_file) if cfg.ca_file else None,
+        )
+        await client.connect()
+        try:
             if cfg.user:
                 await client.login(cfg.user, cfg.password)
-            self._client = client
-        return self._client
+        except BaseException:
+            client.close()
+            raise
+        return client
 
     async def close(self) -> None:
-        client, self._client = self._client, None
-        if client is not None and client.is_connected:
-            try:
-                await client.quit()
-            except aiosmtplib.SMTPException:
-                client.close()
-
-    def _drop(self) -> None:
-        if self._client is not None:
-            self._client.close()
-            self._client = None
+        idle, self._idle = self._idle, []
+        for client in idle:
+            if client.is_connected:
+                try:
+                    await client.quit()
+                except (aiosmtplib.SMTPException, OSError):
+                    client.close()
 
     async def deliver(self, message: Message, recipient: str) -> None:
-        reused = self._client is not None and self._client.is_connected
+        if self._slots is None:
+            self._slots = asyncio.Semaphore(self.size)
+        async with self._slots:
+            client = None
+            while self._idle and client is None:
+                candidate = self._idle.pop()
+                client = candidate if candidate.is_connected else None
+            await self._send(client, message, recipient)
+
+    async def _send(self, client: aiosmtplib.SMTP | None, message: Message, recipient: str) -> None:
+        reused = client is not None
         try:
-            client = await self.connect()
+            if client is None:
+                client = await self.connect()
             try:
                 await client.send_message(message, recipients=[recipient])
             except (aiosmtplib.SMTPServerDisconnected, aiosmtplib.SMTPConnectError, ConnectionError):
                 if not reused:
                     raise
                 # a kept connection the server had closed meanwhile: once more on a fresh one
-                self._drop()
-                await (await self.connect()).send_message(message, recipients=[recipient])
+                client.close()
+                client = await self.connect()
+                await client.send_message(message, recipients=[recipient])
         except aiosmtplib.SMTPRecipientsRefused as exc:
-            self._drop()
+            self._drop(client)
             codes = [r.code for r in exc.recipients]
             if codes and all(500 <= c < 600 for c in codes):
                 raise PermanentFailure(str(exc)) from exc
             raise
         except aiosmtplib.SMTPResponseException as exc:
-            self._drop()
+            self._drop(client)
             if 500 <= exc.code < 600:
                 raise PermanentFailure(f"{exc.code} {exc.message}") from exc
             raise
-        except Exception:
-            self._drop()
+        except BaseException:
+            self._drop(client)
             raise
+        self._idle.append(client)
+
+    @staticmethod
+    def _drop(client: aiosmtplib.SMTP | None) -> None:
+        if client is not None:
+            client.close()
 
 
 def backoff(attempts: int, base: float = 60.0) -> timedelta:
@@ -173,8 +192,17 @@ async def drain_outbox(
                 rows = await uow.outbox.claim(now or utcnow(), limit=batch)
                 if not rows:
                     return result
+                # each recipient's replies in order; different recipients at once
+                # (as many as the delivery has connections)
+                by_recipient: dict[str, list[OutboxMessage]] = {}
                 for row in rows:
-                    await _send_one(row, delivery, config, result)
+                    by_recipient.setdefault(row.recipient.lower(), []).append(row)
+
+                async def send_in_order(mine: list[OutboxMessage]) -> None:
+                    for row in mine:
+                        await _send_one(row, delivery, config, result)
+
+                await asyncio.gather(*(send_in_order(mine) for mine in by_recipient.values()))
                 await uow.commit()
             if len(rows) < batch:
                 return result

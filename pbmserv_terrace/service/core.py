@@ -15,11 +15,11 @@ import functools
 import logging
 import re
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import DBAPIError, IntegrityError
 
 from ..commands import Command, parse_mail, strip_subject
 from ..commands.parse import redact
@@ -162,16 +162,17 @@ class Ctx:
         if addresses:
             self.out.append(Mail(addresses, subject, body))
 
-    async def auth(self, userid: str, password: str) -> User:
+    async def auth(self, userid: str, password: str, known: Iterable[User] = ()) -> User:
         """The user, if the password is right; the same error for unknown users and
-        wrong passwords, after the same (slow) work."""
+        wrong passwords, after the same (slow) work.  ``known``: users already
+        loaded (a board's players), looked at before the database."""
         self.user = userid.lower()
         guard = self.service.guessing
         wait = guard.locked_for(self.user, time.monotonic())
         if wait:
             unit = "minute" if wait == 1 else "minutes"
             raise CommandError(f"too many wrong passwords for {self.user[:32]}; try again in {wait} {unit}")
-        user = await self.uow.users.get(userid)
+        user = next((u for u in known if u.userid == self.user), None) or await self.uow.users.get(userid)
         stored = user.password_hash if user is not None else self.service.dummy_hash
         ok = await self.service.passwords.check_async(userid.lower(), stored, password)
         if user is None or not ok or user.password_hash.startswith("!"):
@@ -311,16 +312,24 @@ class Service:
     async def handle_mail(self, mail: InboundMail, *, now: datetime | None = None) -> HandleResult:
         started = time.perf_counter()
         try:
-            result = await self._handle(mail, now or utcnow())
+            # Optimistic: a mail seen before is rare (a restart between commit and
+            # filing), and the processed-id row's primary key refuses it at commit.
+            result = await self._handle(mail, now or utcnow(), check_seen=False)
         except IntegrityError:
-            # Another worker committed this Message-ID (or this game's ply) first.
-            # Run again: the second pass sees the mail as processed, or the new state.
-            log.info("conflict with a concurrent worker on %s; retrying once", mail.message_id)
+            # The Message-ID was processed before (or another worker committed it, or
+            # this game's ply, first).  Run again: the second pass sees the mail as
+            # processed, or the new state.
+            log.info("%s: processed before or by a concurrent worker; running it again", mail.message_id)
+            result = await self._handle(mail, now or utcnow())
+        except DBAPIError as exc:
+            if not exc.connection_invalidated:
+                raise
+            log.warning("%s: the database connection was lost; running it again on a fresh one", mail.message_id)
             result = await self._handle(mail, now or utcnow())
         result.ms = (time.perf_counter() - started) * 1000
         return result
 
-    async def _handle(self, mail: InboundMail, now: datetime) -> HandleResult:
+    async def _handle(self, mail: InboundMail, now: datetime, *, check_seen: bool = True) -> HandleResult:
         why = never_answer(mail, self.config.server.address)
         if why:
             log.info("not answered: %s (from %r, %s)", why, mail.sender, mail.message_id)
@@ -329,7 +338,7 @@ class Service:
             return HandleResult("ignored", f"unusable sender address {mail.sender[:80]!r}")
         verdict = self.throttle.check(mail.sender.lower(), time.monotonic())
         async with UnitOfWork(self.db) as uow:
-            if await uow.inbound.seen(mail.message_id):
+            if check_seen and await uow.inbound.seen(mail.message_id):
                 return HandleResult("duplicate", mail.message_id)
             ctx = Ctx(self, uow, mail, now)
             if verdict != "ok":

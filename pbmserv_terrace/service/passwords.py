@@ -48,7 +48,7 @@ def _scrypt_pool() -> ThreadPoolExecutor:
     core fewer than the machine has, so the event loop always keeps one."""
     global _SCRYPT_THREADS
     if _SCRYPT_THREADS is None:
-        _SCRYPT_THREADS = ThreadPoolExecutor(max(1, (os.cpu_count() or 2) - 1), thread_name_prefix="scrypt")
+        _SCRYPT_THREADS = ThreadPoolExecutor(max(1, (os.cpu_count() or 2)), thread_name_prefix="scrypt")
     return _SCRYPT_THREADS
 
 

@@ -138,7 +138,7 @@ async def _player(ctx: Ctx, cmd: Command, words: list[str]) -> tuple[Game, User,
     """Board words[0] (locked), the authenticated user words[1]/[2], their seat; the
     board must still be in play."""
     game, _ = await load_game(ctx, cmd, words[0])
-    user = await ctx.auth(words[1], words[2])
+    user = await ctx.auth(words[1], words[2], known=[s.user for s in game.seats])
     seat = require_player(game, user, cmd)
     require_active(game)
     return game, user, seat

@@ -18,7 +18,7 @@ from .play import _err
 async def chat(ctx: Ctx, cmd: Command) -> None:
     words = need(cmd, 3, 3)
     game, _ = await load_game(ctx, cmd, words[0], lock=False)
-    user = await ctx.auth(words[1], words[2])
+    user = await ctx.auth(words[1], words[2], known=[s.user for s in game.seats])
     subscribers = await ctx.subscribers(game.id)
     players = [s.user for s in game.seats]
     if user.id not in {u.id for u in players + subscribers}:

@@ -72,7 +72,10 @@ def make_engine(url: str, **kwargs: Any) -> AsyncEngine:
         return engine
     kwargs.setdefault("pool_size", 10)
     kwargs.setdefault("max_overflow", 10)
-    return create_async_engine(url, pool_pre_ping=True, **kwargs)
+    # No pre-ping (a round trip per transaction): a connection found dead is
+    # invalidated by the error, and Service.handle_mail runs the mail again.
+    kwargs.setdefault("pool_recycle", 3600)
+    return create_async_engine(url, **kwargs)
 
 
 def migrations_dir() -> Path:

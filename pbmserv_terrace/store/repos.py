@@ -7,6 +7,7 @@ from datetime import datetime
 
 from sqlalchemy import delete, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import joinedload
 
 from .models import (
     BoardCounter,
@@ -85,10 +86,14 @@ class Games:
     async def get(self, game_type: str, board_number: int, *, lock: bool = False) -> Game | None:
         """A board by number; with ``lock`` the row stays locked (FOR UPDATE) until the
         transaction ends, so two commands on one game run one after the other."""
-        stmt = select(Game).where(Game.game_type == game_type, Game.board_number == board_number)
+        stmt = (
+            select(Game)
+            .where(Game.game_type == game_type, Game.board_number == board_number)
+            .options(joinedload(Game.seats))  # one round trip: the game, its seats and their users
+        )
         if lock:
             stmt = stmt.with_for_update(of=Game).execution_options(populate_existing=True)
-        return (await self.s.execute(stmt)).scalar_one_or_none()
+        return (await self.s.execute(stmt)).unique().scalar_one_or_none()
 
     async def for_users(self, user_ids: Sequence[int], game_type: str | None = None) -> list[Game]:
         stmt = select(Game).join(Seat, Seat.game_id == Game.id).where(Seat.user_id.in_(list(user_ids))).distinct()
