@@ -3,8 +3,9 @@ SMTP → Dovecot, with 1 or more ``serve`` processes.
 
 Each game's players answer as soon as the previous reply is out (as players do),
 so 100 games are in flight at once.  Latency is measured from the LMTP delivery
-of a move into the server's mailbox to the moment the first reply to it reaches
-the SMTP relay (which then delivers it into the player's Dovecot mailbox).
+of a move into the server's mailbox to the moment the relay (an SMTP server in a
+process of its own) has delivered the first reply to it into the player's
+Dovecot mailbox.
 
 Targets (issue 7): >= 50 mails/s with one serve, p50 latency <= 0.5 s.
 Without --rate every game sends its next move the moment its reply is out (100
@@ -26,9 +27,7 @@ import sys
 import tempfile
 import threading
 import time
-from email.parser import BytesHeaderParser
 from pathlib import Path
-from typing import Any
 
 from sqlalchemy import update
 
@@ -37,7 +36,7 @@ from pbmserv_terrace.mail.message import InboundMail
 from pbmserv_terrace.rules import format_move, start_position
 from pbmserv_terrace.service import Service
 from pbmserv_terrace.store import Database, OutboxMessage
-from pbmserv_terrace.testing.dovecot import DovecotServer, LmtpRelay
+from pbmserv_terrace.testing.dovecot import DovecotServer
 from pbmserv_terrace.testing.postgres import PostgresCluster
 
 SERVER = "pbmserv@bench.test"
@@ -58,25 +57,32 @@ class Watch:
             ev.set()
         return ev
 
-    def saw(self, mid: str) -> None:
+    def saw(self, mid: str, when: float) -> None:
         with self.lock:
             if mid in self.seen:
                 return
-            self.seen[mid] = time.perf_counter()
+            self.seen[mid] = when
         self.loop.call_soon_threadsafe(lambda: self.events.setdefault(mid, asyncio.Event()).set())
 
 
-def hook_relay(relay: LmtpRelay, watch: Watch) -> None:
-    original = relay.handler.handle_DATA
+def start_relay(dovecot: DovecotServer, watch_of: list[Watch]) -> tuple[subprocess.Popen[str], int]:
+    """The SMTP relay into Dovecot in a process of its own (as an MTA is, and so
+    that it does not share this process's GIL with the simulated players); it
+    reports each relayed reply with the time it was handed to Dovecot."""
+    proc = subprocess.Popen([sys.executable, "-m", "pbmserv_terrace.testing.dovecot", str(dovecot.lmtp_port)],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)  # fmt: skip
+    assert proc.stdout is not None
+    port = int(proc.stdout.readline().split()[1])
 
-    async def handle_DATA(server: Any, session: Any, envelope: Any) -> str:
-        result = await original(server, session, envelope)
-        headers = BytesHeaderParser().parsebytes(envelope.original_content or envelope.content)
-        if headers["In-Reply-To"]:
-            watch.saw(str(headers["In-Reply-To"]).strip())
-        return result
+    def read() -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            _, mid, when = line.split()
+            if watch_of:
+                watch_of[0].saw(mid, float(when))
 
-    relay.handler.handle_DATA = handle_DATA  # type: ignore[method-assign]
+    threading.Thread(target=read, daemon=True).start()
+    return proc, port
 
 
 def plan(games: int, moves: int) -> list[list[str]]:
@@ -115,19 +121,22 @@ async def seed(url: str, games: int) -> None:
     await db.close()
 
 
-async def run(args: argparse.Namespace, dovecot: DovecotServer, relay: LmtpRelay, url: str, workdir: Path) -> None:
+async def run(
+    args: argparse.Namespace, dovecot: DovecotServer, relay_port: int, watch_of: list[Watch], url: str, workdir: Path
+) -> None:
     loop = asyncio.get_running_loop()
     watch = Watch(loop)
-    hook_relay(relay, watch)
+    watch_of.append(watch)
     t = time.perf_counter()
     await seed(url, args.games)
     print(f"seeded {args.games} games ({2 * args.games} users) in {time.perf_counter() - t:.1f} s", flush=True)
     config = workdir / "pbmserv.toml"
     config.write_text(
         f'[server]\naddress = "{SERVER}"\ndatabase_url = "{url}"\npoll_interval = 5\nscheduler_interval = 3600\n'
+        f"concurrency = {args.concurrency}\n"
         f'[imap]\nhost = "127.0.0.1"\nport = {dovecot.imap_port}\nuser = "{SERVER}"\npassword = "srv"\ntls = "none"\n'
         f"fast_poll = {args.fast_poll}\n"
-        f'[smtp]\nhost = "127.0.0.1"\nport = {relay.port}\ntls = "none"\n'
+        f'[smtp]\nhost = "127.0.0.1"\nport = {relay_port}\ntls = "none"\nconnections = {args.smtp_connections}\n'
     )
     env = {k: v for k, v in os.environ.items() if not k.startswith("PBMSERV_")}
     procs = [
@@ -162,7 +171,7 @@ async def run(args: argparse.Namespace, dovecot: DovecotServer, relay: LmtpRelay
             data = (f"From: {player}@players.test\r\nTo: {SERVER}\r\nSubject: terrace move {101 + g} {player} pw-{player} {move}\r\n"
                     f"Message-ID: {mid}\r\n\r\n\r\n").encode()  # fmt: skip
             await asyncio.to_thread(dovecot.deliver, f"{player}@players.test", [SERVER], data)
-            sent_at[mid] = time.perf_counter()
+            sent_at[mid] = time.time()
             try:
                 await asyncio.wait_for(watch.event(mid).wait(), timeout=120)
             except TimeoutError:
@@ -181,7 +190,8 @@ async def run(args: argparse.Namespace, dovecot: DovecotServer, relay: LmtpRelay
     latencies.sort()
     p50 = statistics.median(latencies) if latencies else float("nan")
     p99 = latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))] if latencies else float("nan")
-    load = (f" offered {args.rate}/s" if args.rate else " closed loop") + (
+    load = f" concurrency {args.concurrency} smtp {args.smtp_connections}"
+    load += (f" offered {args.rate}/s" if args.rate else " closed loop") + (
         f" fast_poll {args.fast_poll}s" if args.fast_poll else " IDLE"
     )
     print(f"workers={args.workers} db={args.db}{load}: {done} move mails answered in {elapsed:.1f} s = {done / elapsed:.1f} mails/s "
@@ -194,6 +204,8 @@ def main() -> None:
     parser.add_argument("--games", type=int, default=100)
     parser.add_argument("--moves", type=int, default=10)
     parser.add_argument("--db", choices=["sqlite", "postgres"], default="postgres")
+    parser.add_argument("--concurrency", type=int, default=8, help="server.concurrency of the serve processes")
+    parser.add_argument("--smtp-connections", type=int, default=4, help="smtp.connections of the serve processes")
     parser.add_argument("--fast-poll", type=float, default=0.0, help="imap.fast_poll of the serve processes (0 = IDLE)")
     parser.add_argument(
         "--rate", type=float, default=0.0, help="offer mails at this rate (mails/s) instead of as fast as possible"
@@ -203,15 +215,18 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp, DovecotServer(users) as dovecot:
         if os.environ.get("BENCH_KEEP_LOGS"):
             tmp = os.environ["BENCH_KEEP_LOGS"]
-        relay = LmtpRelay(dovecot).start()
+        watch_of: list[Watch] = []
+        relay, port = start_relay(dovecot, watch_of)
         try:
             if args.db == "postgres":
                 with PostgresCluster() as pg:
-                    asyncio.run(run(args, dovecot, relay, pg.create_database(), Path(tmp)))
+                    asyncio.run(run(args, dovecot, port, watch_of, pg.create_database(), Path(tmp)))
             else:
-                asyncio.run(run(args, dovecot, relay, f"sqlite+aiosqlite:///{tmp}/bench.db", Path(tmp)))
+                asyncio.run(run(args, dovecot, port, watch_of, f"sqlite+aiosqlite:///{tmp}/bench.db", Path(tmp)))
         finally:
-            relay.stop()
+            assert relay.stdin is not None
+            relay.stdin.close()
+            relay.wait(30)
 
 
 if __name__ == "__main__":

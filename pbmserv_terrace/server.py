@@ -21,7 +21,7 @@ from sqlalchemy.exc import InterfaceError, OperationalError
 from .config import Config
 from .mail.embedded import EmbeddedInbound
 from .mail.message import InboundMail, parse_message
-from .mail.outbound import delivery_for, drain_outbox
+from .mail.outbound import OutboxSenders, delivery_for
 from .ordering import KeyedRunner
 from .pipe import save_failed
 from .service import HandleResult, Service
@@ -29,8 +29,6 @@ from .store import Database, UnitOfWork
 
 log = logging.getLogger("pbmserv.serve")
 IDLE_SMTP_CLOSE = 10.0
-OUTBOUND_GATHER = 0.03
-"""seconds the outbound loop lets replies gather after a wake-up (one claim for several)"""
 """seconds without replies after which the SMTP connection is closed"""
 
 
@@ -153,7 +151,7 @@ class Server:
                 log.error("saved to %s", path)
             result = HandleResult("failed", f"{type(exc).__name__}: {exc}")
         self.metrics.count(result.status)
-        log.info(result.log_line())
+        log.info("%s id=%s", result.log_line(), mail.message_id[:200] if isinstance(mail, InboundMail) else "-")
         if result.outbox_ids:
             self.wake_outbound.set()
         return result
@@ -164,32 +162,43 @@ class Server:
 
     # ------------------------------------------------------------------- loops
     async def outbound_loop(self) -> None:
-        """Drain the outbox whenever a mail queued replies (and every few seconds,
-        for retries).  The SMTP connection stays open while replies keep coming and
-        is closed after IDLE_SMTP_CLOSE seconds without any."""
+        """Send replies as mails queue them: one sender per SMTP connection
+        (:class:`OutboxSenders`), each claiming what is due whenever it is free,
+        waking when a mail queued replies (or every few seconds, for retries).
+        Idle SMTP connections are closed after IDLE_SMTP_CLOSE seconds; at
+        shutdown what is due is sent once more."""
         delivery = delivery_for(self.config)
+        senders = OutboxSenders(self.db, delivery, self.config)
         last_sent = time.monotonic()
-        try:
-            while True:
-                self.wake_outbound.clear()
+
+        async def sender() -> None:
+            nonlocal last_sent
+            while not self.stopping.is_set():
                 try:
-                    result = await drain_outbox(self.db, delivery, self.config, keep_open=True)
-                    self.metrics.replies_sent += result.sent
-                    self.metrics.replies_failed += result.failed
-                    if result.sent or result.failed or result.retried:
-                        last_sent = time.monotonic()
+                    sent, left_out = await senders.step()
                 except Exception:
-                    log.exception("outbox drain failed; retrying")
-                    await delivery.close()
-                if self.stopping.is_set():
-                    return
+                    log.exception("sending replies failed; retrying")
+                    sent, left_out = 0, False
+                    await asyncio.sleep(1.0)
+                self.metrics.replies_sent = senders.result.sent
+                self.metrics.replies_failed = senders.result.failed
+                if sent:
+                    last_sent = time.monotonic()
+                    continue
                 if time.monotonic() - last_sent > IDLE_SMTP_CLOSE:
-                    await delivery.close()
+                    await delivery.close()  # only the idle connections
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self.wake_outbound.wait(), timeout=5.0)
-                    # replies of the mails finishing about now go out in the same drain
-                    await asyncio.sleep(OUTBOUND_GATHER)
+                    await asyncio.wait_for(self.wake_outbound.wait(), timeout=0.2 if left_out else 5.0)
+                self.wake_outbound.clear()
+
+        try:
+            await asyncio.gather(*(sender() for _ in range(senders.size)))
+            await senders.drain()  # shutting down: what is due goes out once more
+        except Exception:
+            log.exception("sending replies at shutdown failed; they stay queued")
         finally:
+            self.metrics.replies_sent = senders.result.sent
+            self.metrics.replies_failed = senders.result.failed
             with contextlib.suppress(Exception):
                 await delivery.close()
 

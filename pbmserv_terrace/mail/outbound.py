@@ -8,6 +8,7 @@ permanent rejections are recorded as ``failed`` at once.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import email.policy
 import logging
 import mailbox
@@ -22,6 +23,7 @@ import aiosmtplib
 
 from ..config import Config
 from ..store import Database, OutboxMessage, UnitOfWork, utcnow
+from ..store.repos import Outbox
 from .message import build_message
 
 log = logging.getLogger("pbmserv.outbound")
@@ -52,6 +54,9 @@ def to_email(row: OutboxMessage, config: Config) -> Message:
 
 class MaildirDelivery:
     """The embedded default: replies land in ``<root>/<address>/`` (a Maildir)."""
+
+    size = 4
+    """replies written at once (each in a thread)"""
 
     def __init__(self, root: str | Path) -> None:
         self.root = Path(root)
@@ -172,43 +177,85 @@ class DrainResult:
     failed: int = 0
 
 
-async def drain_outbox(
-    db: Database,
-    delivery: Delivery,
-    config: Config,
-    *,
-    batch: int = 50,
-    now: datetime | None = None,
-    keep_open: bool = False,
-) -> DrainResult:
-    """Send every due pending reply once.  Rows are claimed with FOR UPDATE SKIP
-    LOCKED (PostgreSQL), so several workers never send the same row.  The SMTP
-    connection is closed at the end unless ``keep_open`` (``serve`` keeps it for
-    the next drain and closes it when idle)."""
-    result = DrainResult()
-    try:
-        while True:
-            async with UnitOfWork(db) as uow:
-                rows = await uow.outbox.claim(now or utcnow(), limit=batch)
-                if not rows:
-                    return result
-                # each recipient's replies in order; different recipients at once
-                # (as many as the delivery has connections)
-                by_recipient: dict[str, list[OutboxMessage]] = {}
+class OutboxSenders:
+    """Senders of the outbox, as many at once as the delivery has connections.
+
+    Each :meth:`step` claims a few due replies and sends them; a recipient's
+    replies go out in order (a recipient being sent to is left out of other
+    claims).  On PostgreSQL a claim is a transaction that locks its rows (FOR
+    UPDATE SKIP LOCKED) until their outcome is written, so several workers never
+    send the same reply and a crash frees them at once.  On SQLite (one process)
+    the claim is a plain read and the outcome a short write transaction, so mail
+    processing never waits for the network.  A crash after a send and before
+    its outcome is written sends that reply again on the next start.
+    """
+
+    def __init__(self, db: Database, delivery: Delivery, config: Config, *, batch: int = 8) -> None:
+        self.db, self.delivery, self.config, self.batch = db, delivery, config, batch
+        self.size = max(1, getattr(delivery, "size", 1))
+        self.result = DrainResult()
+        self._busy: set[str] = set()
+        self._claiming = asyncio.Lock()
+
+    async def step(self, now: datetime | None = None) -> tuple[int, bool]:
+        """Claim and send up to ``batch`` replies; (how many, whether recipients
+        being sent to elsewhere were left out of the claim)."""
+        async with contextlib.AsyncExitStack() as stack:
+            async with self._claiming:
+                left_out = bool(self._busy)
+                if self.db.is_sqlite:
+                    async with self.db.reading() as session:
+                        rows = await Outbox(session).claim(now or utcnow(), self.batch, self._busy)
+                else:
+                    session = await stack.enter_async_context(self.db.session())
+                    await session.begin()
+                    rows = await Outbox(session).claim(now or utcnow(), self.batch, self._busy)
+                    session.expunge_all()  # the outcome is written by Outbox.record
+                mine = {row.recipient.lower() for row in rows}
+                self._busy.update(mine)
+            try:
                 for row in rows:
-                    by_recipient.setdefault(row.recipient.lower(), []).append(row)
+                    await _send_one(row, self.delivery, self.config, self.result)
+                if self.db.is_sqlite:
+                    async with UnitOfWork(self.db) as uow:
+                        await uow.outbox.record(rows)
+                        await uow.commit()
+                elif rows:
+                    await Outbox(session).record(rows)
+                    await session.commit()
+            finally:
+                self._busy.difference_update(mine)
+        return len(rows), left_out
 
-                async def send_in_order(mine: list[OutboxMessage]) -> None:
-                    for row in mine:
-                        await _send_one(row, delivery, config, result)
+    async def drain(self, now: datetime | None = None) -> DrainResult:
+        """Send every due reply once (all senders until nothing is left)."""
+        left_out = True
+        while left_out:
+            left_out, before = False, self.result.sent + self.result.failed + self.result.retried
 
-                await asyncio.gather(*(send_in_order(mine) for mine in by_recipient.values()))
-                await uow.commit()
-            if len(rows) < batch:
-                return result
+            async def sender() -> None:
+                nonlocal left_out
+                while True:
+                    n, skipped = await self.step(now)
+                    left_out = left_out or skipped
+                    if n < self.batch:
+                        return
+
+            await asyncio.gather(*(sender() for _ in range(self.size)))
+            if self.result.sent + self.result.failed + self.result.retried == before:
+                break
+        return self.result
+
+
+async def drain_outbox(
+    db: Database, delivery: Delivery, config: Config, *, batch: int = 8, now: datetime | None = None
+) -> DrainResult:
+    """Send every due pending reply once (see :class:`OutboxSenders`), then close
+    the delivery's connections."""
+    try:
+        return await OutboxSenders(db, delivery, config, batch=batch).drain(now)
     finally:
-        if not keep_open:
-            await delivery.close()
+        await delivery.close()
 
 
 async def _send_one(row: OutboxMessage, delivery: Delivery, config: Config, result: DrainResult) -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 
 from sqlalchemy import delete, func, select, update
@@ -272,8 +272,9 @@ class Outbox:
     def add(self, message: OutboxMessage) -> None:
         self.s.add(message)
 
-    async def claim(self, now: datetime, limit: int = 20) -> list[OutboxMessage]:
-        """Pending replies due now, locked for this sender; other workers skip them."""
+    async def claim(self, now: datetime, limit: int = 20, skip_recipients: Iterable[str] = ()) -> list[OutboxMessage]:
+        """Pending replies due now, oldest first, locked until this transaction ends
+        (other workers skip them); none for the (lower-case) ``skip_recipients``."""
         stmt = (
             select(OutboxMessage)
             .where(OutboxMessage.state == "pending", OutboxMessage.next_attempt_at <= now)
@@ -281,7 +282,22 @@ class Outbox:
             .limit(limit)
             .with_for_update(skip_locked=True)
         )
+        skip = sorted(skip_recipients)
+        if skip:
+            stmt = stmt.where(func.lower(OutboxMessage.recipient).not_in(skip))
         return list((await self.s.execute(stmt)).scalars())
+
+    async def record(self, rows: Sequence[OutboxMessage]) -> None:
+        """Write the delivery outcome (state, attempts, times, error) of these rows."""
+        if rows:
+            await self.s.execute(
+                update(OutboxMessage),
+                [
+                    {"id": r.id, "state": r.state, "attempts": r.attempts, "next_attempt_at": r.next_attempt_at,
+                     "sent_at": r.sent_at, "last_error": r.last_error}
+                    for r in rows
+                ],
+            )  # fmt: skip
 
     async def pending_count(self) -> int:
         stmt = select(func.count()).select_from(OutboxMessage).where(OutboxMessage.state == "pending")

@@ -13,6 +13,7 @@ missing this raises :class:`DovecotUnavailable` (the tests fail, they never skip
 
 from __future__ import annotations
 
+import contextlib
 import imaplib
 import os
 import pwd
@@ -109,6 +110,7 @@ class DovecotServer:
         self.proc: subprocess.Popen[bytes] | None = None
         self.imap_port = 0
         self.lmtp_port = 0
+        self._lmtp = threading.local()
 
     def start(self) -> DovecotServer:
         binary = shutil.which("dovecot") or "/usr/sbin/dovecot"
@@ -198,9 +200,22 @@ class DovecotServer:
 
     # ------------------------------------------------------------ client side
     def deliver(self, sender: str, recipients: list[str], data: bytes) -> None:
-        """Hand a mail to Dovecot over LMTP."""
-        with smtplib.LMTP("127.0.0.1", self.lmtp_port, timeout=30) as lmtp:
-            lmtp.sendmail(sender, recipients, data)
+        """Hand a mail to Dovecot over LMTP, on a connection kept per thread (as an
+        MTA keeps its LMTP connections); a dropped one is reopened once."""
+        for attempt in (1, 2):
+            client: smtplib.LMTP | None = getattr(self._lmtp, "client", None)
+            try:
+                if client is None:
+                    client = self._lmtp.client = smtplib.LMTP("127.0.0.1", self.lmtp_port, timeout=30)
+                client.sendmail(sender, recipients, data)
+                return
+            except (smtplib.SMTPServerDisconnected, OSError):
+                self._lmtp.client = None
+                if client is not None:
+                    with contextlib.suppress(Exception):
+                        client.close()
+                if attempt == 2:
+                    raise
 
     def fetch_all(self, user: str, folder: str = "INBOX") -> list[bytes]:
         """Every message in a mailbox, oldest first (a test player reading mail)."""
@@ -278,3 +293,46 @@ class LmtpRelay:
     def send(self, sender: str, recipient: str, data: bytes) -> None:
         with smtplib.SMTP("127.0.0.1", self.port, timeout=30) as smtp:
             smtp.sendmail(sender, [recipient], data)
+
+
+class _LmtpTarget(DovecotServer):
+    """A Dovecot started elsewhere, known by its LMTP port (for a relay process)."""
+
+    def __init__(self, lmtp_port: int) -> None:
+        super().__init__({})
+        self.lmtp_port = lmtp_port
+
+
+def relay_main(argv: list[str] | None = None) -> None:
+    """``python -m pbmserv_terrace.testing.dovecot LMTP_PORT``: an SMTP relay into
+    that Dovecot in a process of its own (as an MTA is), for the end-to-end
+    benchmark.  Prints ``port N`` once listening, then ``relayed <In-Reply-To>
+    <unix time>`` for each relayed mail that answers another; stops at EOF on stdin."""
+    import sys
+    from email.parser import BytesHeaderParser
+
+    lmtp_port = int((argv or sys.argv[1:])[0])
+    relay = LmtpRelay(_LmtpTarget(lmtp_port))
+    lock = threading.Lock()
+    original = relay.handler.handle_DATA
+
+    async def handle_DATA(server: Any, session: Any, envelope: Any) -> str:
+        result = await original(server, session, envelope)
+        answered = BytesHeaderParser().parsebytes(envelope.original_content or envelope.content)["In-Reply-To"]
+        if answered and result.startswith("250"):
+            with lock:
+                sys.stdout.write(f"relayed {str(answered).strip()} {time.time():.6f}\n")
+                sys.stdout.flush()
+        return result
+
+    relay.handler.handle_DATA = handle_DATA  # type: ignore[method-assign]
+    relay.start()
+    print(f"port {relay.port}", flush=True)
+    try:
+        sys.stdin.read()
+    finally:
+        relay.stop()
+
+
+if __name__ == "__main__":
+    relay_main()
