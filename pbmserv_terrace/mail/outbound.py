@@ -206,6 +206,7 @@ class OutboxSenders:
                 if self.db.is_sqlite:
                     async with self.db.reading() as session:
                         rows = await Outbox(session).claim(now or utcnow(), self.batch, self._busy)
+                        session.expunge_all()  # kept as read (the read's rollback would expire them)
                 else:
                     session = await stack.enter_async_context(self.db.session())
                     await session.begin()
