@@ -69,6 +69,9 @@ class ImapConfig:
     fast_poll: float = 0.0
     """seconds between NOOPs used instead of IDLE (0 = use IDLE).  For the lowest
     latency on your own mail host: Dovecot delays IDLE notifications by ~0.5 s"""
+    linger: float = 2.0
+    """seconds to keep asking (NOOP every 0.05 s) after mail was handled, before
+    IDLE: mail comes in bursts (replies to replies), and IDLE news can come late"""
 
 
 @dataclass
@@ -247,6 +250,8 @@ def _validate(cfg: Config) -> None:
         ca = getattr(cfg, section).ca_file
         if ca and not Path(ca).is_file():
             raise ConfigError(f"{section}.ca_file: {ca} is not a file")
+    if not 0 <= cfg.imap.linger <= 60:
+        raise ConfigError("imap.linger: must be between 0 and 60 seconds")
     if cfg.imap.fast_poll < 0:
         raise ConfigError("imap.fast_poll: must be 0 (use IDLE) or a number of seconds")
     if not 0 < cfg.embedded.listen_port <= 65535:

@@ -35,6 +35,8 @@ IN_FLIGHT = 100
 FILE_EVERY = 0.1
 """seconds: how often finished mails are filed (and new mail looked for) while busy"""
 STANDBY_POLL = 2.0
+LINGER_EVERY = 0.05
+"""seconds between NOOPs while lingering after mail was handled"""
 
 
 class ImapError(RuntimeError):
@@ -154,8 +156,10 @@ class ImapInbound:
             if self.server.stopping.is_set():
                 return
             if cfg.fast_poll:
-                await self._fast_poll(client)
+                await self._poll(client, cfg.fast_poll, self.config.server.poll_interval)
             elif idle:
+                if cfg.linger and await self._poll(client, LINGER_EVERY, cfg.linger):
+                    continue  # more mail came while lingering
                 await self._idle(client)
             else:
                 try:
@@ -163,19 +167,20 @@ class ImapInbound:
                 except TimeoutError:
                     _ok(await client.noop(), "NOOP")
 
-    async def _fast_poll(self, client: aioimaplib.IMAP4) -> None:
-        """NOOP every fast_poll seconds until the server reports mail (or a poll
-        interval passed, as a safety net)."""
-        deadline = time.monotonic() + self.config.server.poll_interval
+    async def _poll(self, client: aioimaplib.IMAP4, every: float, seconds: float) -> bool:
+        """NOOP every ``every`` seconds until the server reports mail (True) or
+        ``seconds`` passed (False: fast_poll's safety net, or the end of a linger)."""
+        deadline = time.monotonic() + seconds
         while not self.server.stopping.is_set() and time.monotonic() < deadline:
             try:
-                await asyncio.wait_for(self.server.stopping.wait(), timeout=self.config.imap.fast_poll)
-                return
+                await asyncio.wait_for(self.server.stopping.wait(), timeout=every)
+                return False
             except TimeoutError:
                 pass
             resp = _ok(await client.noop(), "NOOP")
             if any(bytes(line).endswith(b"EXISTS") and not bytes(line).startswith(b"0 ") for line in resp.lines[:-1]):
-                return
+                return True
+        return False
 
     async def _idle(self, client: aioimaplib.IMAP4) -> None:
         timeout = min(self.config.imap.idle_timeout, 28 * 60)
