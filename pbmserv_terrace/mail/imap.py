@@ -22,6 +22,8 @@ from typing import TYPE_CHECKING, Any
 import aioimaplib
 
 if TYPE_CHECKING:
+    from collections.abc import Awaitable
+
     from ..config import Config
     from ..server import Server
     from ..service import HandleResult
@@ -128,7 +130,7 @@ class ImapInbound:
         cfg = self.config.imap
         for folder in (cfg.processed_folder, cfg.failed_folder):
             await ensure_folder(client, folder)
-        resp = _ok(await client.select(cfg.inbox), f"select {cfg.inbox}")
+        resp = await self._do(client.select(cfg.inbox), f"select {cfg.inbox}")
         for line in resp.lines:
             m = re.search(rb"UIDVALIDITY (\d+)", line)
             if m:
@@ -151,7 +153,7 @@ class ImapInbound:
                 try:
                     await asyncio.wait_for(self.server.stopping.wait(), timeout=STANDBY_POLL)
                 except TimeoutError:
-                    _ok(await client.noop(), "NOOP")
+                    await self._do(client.noop(), "NOOP")
                 continue
             if self.server.stopping.is_set():
                 return
@@ -165,7 +167,7 @@ class ImapInbound:
                 try:
                     await asyncio.wait_for(self.server.stopping.wait(), timeout=self.config.server.poll_interval)
                 except TimeoutError:
-                    _ok(await client.noop(), "NOOP")
+                    await self._do(client.noop(), "NOOP")
 
     async def _poll(self, client: aioimaplib.IMAP4, every: float, seconds: float) -> bool:
         """NOOP every ``every`` seconds until the server reports mail (True) or
@@ -177,10 +179,24 @@ class ImapInbound:
                 return False
             except TimeoutError:
                 pass
-            resp = _ok(await client.noop(), "NOOP")
+            resp = await self._do(client.noop(), "NOOP")
             if any(bytes(line).endswith(b"EXISTS") and not bytes(line).startswith(b"0 ") for line in resp.lines[:-1]):
                 return True
         return False
+
+    async def _do(self, command: Awaitable[aioimaplib.Response], what: str) -> aioimaplib.Response:
+        """Run an IMAP command; fail at once (not after the command timeout) if the
+        server drops the connection meanwhile: aioimaplib leaves it waiting."""
+        task = asyncio.ensure_future(command)
+        lost = asyncio.ensure_future(self.lost.wait())
+        try:
+            await asyncio.wait({task, lost}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            lost.cancel()
+        if not task.done():
+            task.cancel()
+            raise ImapError(f"the IMAP server closed the connection during {what}")
+        return _ok(task.result(), what)
 
     async def _idle(self, client: aioimaplib.IMAP4) -> None:
         timeout = min(self.config.imap.idle_timeout, 28 * 60)
@@ -203,7 +219,7 @@ class ImapInbound:
                 raise ImapError("server did not end IDLE") from exc
 
     async def _uids(self, client: aioimaplib.IMAP4) -> list[int]:
-        resp = _ok(await client.uid_search("ALL"), "UID SEARCH")
+        resp = await self._do(client.uid_search("ALL"), "UID SEARCH")
         uids: list[int] = []
         for line in resp.lines[:-1]:  # the last line is the tagged completion
             words = bytes(line).split()
@@ -290,7 +306,7 @@ class ImapInbound:
                     del taken[uid]
 
     async def _fetch(self, client: aioimaplib.IMAP4, uids: list[int]) -> dict[int, bytes]:
-        resp = _ok(await client.uid("fetch", ",".join(map(str, uids)), "(UID BODY.PEEK[])"), "UID FETCH")
+        resp = await self._do(client.uid("fetch", ",".join(map(str, uids)), "(UID BODY.PEEK[])"), "UID FETCH")
         # lines: b'N FETCH (UID u BODY[] {size}', bytearray(message), b')', ... b'Fetch completed'
         out: dict[int, bytes] = {}
         pending: int | None = None
@@ -310,10 +326,10 @@ class ImapInbound:
 
     async def _file(self, client: aioimaplib.IMAP4, uids: list[int], folder: str) -> None:
         uid_set = ",".join(map(str, uids))
-        _ok(await client.uid("store", uid_set, "+FLAGS.SILENT", r"(\Seen)"), f"flag {uid_set} seen")
+        await self._do(client.uid("store", uid_set, "+FLAGS.SILENT", r"(\Seen)"), f"flag {uid_set} seen")
         if client.has_capability("MOVE"):
-            _ok(await client.uid("move", uid_set, folder), f"move {uid_set} to {folder}")
+            await self._do(client.uid("move", uid_set, folder), f"move {uid_set} to {folder}")
         else:
-            _ok(await client.uid("copy", uid_set, folder), f"copy {uid_set} to {folder}")
-            _ok(await client.uid("store", uid_set, "+FLAGS.SILENT", r"(\Deleted)"), f"delete {uid_set}")
-            _ok(await client.expunge(), "EXPUNGE")
+            await self._do(client.uid("copy", uid_set, folder), f"copy {uid_set} to {folder}")
+            await self._do(client.uid("store", uid_set, "+FLAGS.SILENT", r"(\Deleted)"), f"delete {uid_set}")
+            await self._do(client.expunge(), "EXPUNGE")
