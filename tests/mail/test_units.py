@@ -13,7 +13,7 @@ from types import SimpleNamespace
 import pytest
 
 from pbmserv_terrace.config import load_config
-from pbmserv_terrace.mail.imap import ImapInbound
+from pbmserv_terrace.mail.imap import ImapError, ImapInbound
 from pbmserv_terrace.mail.message import build_message
 from pbmserv_terrace.mail.outbound import OutboxSenders
 from pbmserv_terrace.store import Database, OutboxMessage, UnitOfWork, utcnow
@@ -67,10 +67,30 @@ def test_uid_search_reading_ignores_untagged_news():
         async def uid_search(self, *_: object) -> SimpleNamespace:
             return SimpleNamespace(result="OK", lines=lines)
 
-    inbound = ImapInbound.__new__(ImapInbound)
-    assert asyncio.run(inbound._uids(Client())) == [2, 4, 9]  # type: ignore[arg-type]
-    lines[2] = b"SEARCH 5 6"
-    assert asyncio.run(inbound._uids(Client())) == [5, 6]  # type: ignore[arg-type]
+    async def both() -> tuple[list[int], list[int]]:
+        inbound = ImapInbound.__new__(ImapInbound)
+        inbound.lost = asyncio.Event()
+        first = await inbound._uids(Client())  # type: ignore[arg-type]
+        lines[2] = b"SEARCH 5 6"
+        return first, await inbound._uids(Client())  # type: ignore[arg-type]
+
+    assert asyncio.run(both()) == ([2, 4, 9], [5, 6])
+
+
+def test_imap_command_fails_at_once_when_the_connection_drops():
+    async def run() -> str:
+        inbound = ImapInbound.__new__(ImapInbound)
+        inbound.lost = asyncio.Event()
+        never = asyncio.get_running_loop().create_future()  # aioimaplib's command, left waiting
+        asyncio.get_running_loop().call_later(0.05, inbound.lost.set)
+        try:
+            await asyncio.wait_for(inbound._do(never, "NOOP"), 5)
+        except ImapError as exc:
+            assert never.cancelled()
+            return str(exc)
+        return "no error"
+
+    assert "closed the connection during NOOP" in asyncio.run(run())
 
 
 class SlowDelivery:
