@@ -8,9 +8,15 @@ process of its own) has delivered the first reply to it into the player's
 Dovecot mailbox.
 
 Targets (issue 7): >= 50 mails/s with one serve, p50 latency <= 0.5 s.
-Without --rate every game sends its next move the moment its reply is out (100
-mails in flight: the throughput figure; latency is then mostly queueing).  With
---rate R mails are offered at R per second (the latency figure at that load).
+By default two runs, each on a fresh database with the games just challenged:
+1. closed loop: every game sends its next move the moment its reply is out (100
+   mails in flight all the time): the throughput figure.  Its latency is mostly
+   queueing (Little's law: 100 in flight / throughput).
+2. open loop at the target rate (50 mails/s offered, each game still waiting for
+   its reply before its next move): the latency figure at that load.
+``--rate R`` runs only an open loop at R mails/s, ``--rate 0`` only the closed loop.
+Every serve starts with an empty password cache, so each of the 200 players'
+first move costs one scrypt check (~45 ms of CPU): that start-up burst is the p99.
 Run: python bench/e2e.py [--workers 1] [--games 100] [--moves 10] [--db sqlite|postgres] [--rate R]
 """
 
@@ -18,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import random
 import signal
@@ -79,7 +86,7 @@ def start_relay(dovecot: DovecotServer, watch_of: list[Watch]) -> tuple[subproce
         for line in proc.stdout:
             _, mid, when = line.split()
             if watch_of:
-                watch_of[0].saw(mid, float(when))
+                watch_of[-1].saw(mid, float(when))
 
     threading.Thread(target=read, daemon=True).start()
     return proc, port
@@ -121,9 +128,19 @@ async def seed(url: str, games: int) -> None:
     await db.close()
 
 
+TARGET_RATE = 50.0
+
+
 async def run(
-    args: argparse.Namespace, dovecot: DovecotServer, relay_port: int, watch_of: list[Watch], url: str, workdir: Path
-) -> None:
+    args: argparse.Namespace,
+    rate: float,
+    dovecot: DovecotServer,
+    relay_port: int,
+    watch_of: list[Watch],
+    url: str,
+    workdir: Path,
+) -> tuple[float, float, float]:
+    """One run; returns (mails/s, p50, p99)."""
     loop = asyncio.get_running_loop()
     watch = Watch(loop)
     watch_of.append(watch)
@@ -155,11 +172,11 @@ async def run(
     async def pace() -> None:
         """With --rate, mails enter at most at that rate (an open-loop offered load)."""
         nonlocal next_slot
-        if not args.rate:
+        if not rate:
             return
         now = time.perf_counter()
         slot = max(now, next_slot)
-        next_slot = slot + 1.0 / args.rate
+        next_slot = slot + 1.0 / rate
         await asyncio.sleep(slot - now)
 
     async def game(g: int) -> None:
@@ -167,7 +184,7 @@ async def run(
         for k, move in enumerate(moves[g]):
             await pace()
             player = f"w{g}" if k % 2 == 0 else f"b{g}"
-            mid = f"<m{g}.{k}@players.test>"
+            mid = f"<m{g}.{k}.{workdir.name}@players.test>"
             data = (f"From: {player}@players.test\r\nTo: {SERVER}\r\nSubject: terrace move {101 + g} {player} pw-{player} {move}\r\n"
                     f"Message-ID: {mid}\r\n\r\n\r\n").encode()  # fmt: skip
             await asyncio.to_thread(dovecot.deliver, f"{player}@players.test", [SERVER], data)
@@ -191,11 +208,12 @@ async def run(
     p50 = statistics.median(latencies) if latencies else float("nan")
     p99 = latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))] if latencies else float("nan")
     load = f" concurrency {args.concurrency} smtp {args.smtp_connections}"
-    load += (f" offered {args.rate}/s" if args.rate else " closed loop") + (
+    load += (f" offered {rate:g}/s" if rate else " closed loop") + (
         f" fast_poll {args.fast_poll}s" if args.fast_poll else " IDLE"
     )
-    print(f"workers={args.workers} db={args.db}{load}: {done} move mails answered in {elapsed:.1f} s = {done / elapsed:.1f} mails/s "
-          f"(target >= 50 with one worker); latency p50 {p50:.3f} s, p99 {p99:.3f} s (target p50 <= 0.5 s); timeouts {timeouts}")  # fmt: skip
+    print(f"workers={args.workers} db={args.db}{load}: {done} move mails answered in {elapsed:.1f} s = {done / elapsed:.1f} mails/s; "
+          f"latency p50 {p50:.3f} s, p99 {p99:.3f} s; timeouts {timeouts}", flush=True)  # fmt: skip
+    return done / elapsed, p50, p99
 
 
 def main() -> None:
@@ -208,8 +226,9 @@ def main() -> None:
     parser.add_argument("--smtp-connections", type=int, default=4, help="smtp.connections of the serve processes")
     parser.add_argument("--fast-poll", type=float, default=0.0, help="imap.fast_poll of the serve processes (0 = IDLE)")
     parser.add_argument(
-        "--rate", type=float, default=0.0, help="offer mails at this rate (mails/s) instead of as fast as possible"
-    )
+        "--rate", type=float, default=None,
+        help="only an open loop offering this many mails/s (0: only the closed loop); default both",
+    )  # fmt: skip
     args = parser.parse_args()
     users = {SERVER: "srv", **{f"{c}{g}@players.test": "x" for g in range(args.games) for c in "wb"}}
     with tempfile.TemporaryDirectory() as tmp, DovecotServer(users) as dovecot:
@@ -217,16 +236,28 @@ def main() -> None:
             tmp = os.environ["BENCH_KEEP_LOGS"]
         watch_of: list[Watch] = []
         relay, port = start_relay(dovecot, watch_of)
+        rates = [0.0, TARGET_RATE] if args.rate is None else [args.rate]
+        results = []
         try:
-            if args.db == "postgres":
-                with PostgresCluster() as pg:
-                    asyncio.run(run(args, dovecot, port, watch_of, pg.create_database(), Path(tmp)))
-            else:
-                asyncio.run(run(args, dovecot, port, watch_of, f"sqlite+aiosqlite:///{tmp}/bench.db", Path(tmp)))
+            with contextlib.ExitStack() as stack:
+                pg = stack.enter_context(PostgresCluster()) if args.db == "postgres" else None
+                for i, rate in enumerate(rates):
+                    workdir = Path(tmp) / f"run{i}"
+                    workdir.mkdir()
+                    url = pg.create_database() if pg else f"sqlite+aiosqlite:///{workdir}/bench.db"
+                    results.append((rate, asyncio.run(run(args, rate, dovecot, port, watch_of, url, workdir))))
         finally:
             assert relay.stdin is not None
             relay.stdin.close()
             relay.wait(30)
+        for rate, (per_s, p50, _) in results:
+            if not rate:
+                verdict = "met" if per_s >= 50 else "MISSED"
+                print(f"throughput (closed loop): {per_s:.1f} mails/s - target >= 50 with one serve: {verdict}")
+            else:
+                verdict = "met" if p50 <= 0.5 else "MISSED"
+                print(f"latency at {rate:g} mails/s offered: p50 {p50:.3f} s ({per_s:.1f} mails/s answered) - "
+                      f"target p50 <= 0.5 s: {verdict}")  # fmt: skip
 
 
 if __name__ == "__main__":
