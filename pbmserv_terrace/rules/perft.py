@@ -6,6 +6,7 @@ same number as generating the moves (the tests compare both with a slow referenc
 
 from __future__ import annotations
 
+from .notation import format_move
 from .position import Position
 
 
@@ -23,6 +24,4 @@ def perft(pos: Position, depth: int) -> int:
 
 def divide(pos: Position, depth: int) -> dict[str, int]:
     """perft split by first move (canonical notation), for debugging counts."""
-    from .notation import format_move
-
     return {format_move(pos, m): perft(pos.play(m), depth - 1) for m in pos.legal_moves()}

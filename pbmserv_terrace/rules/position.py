@@ -312,9 +312,8 @@ class Position:
         return hash((self.geo.n, tuple(self.board), self.to_move))
 
     def __repr__(self) -> str:
-        from .notation import format_tpn
-
-        return f"Position({format_tpn(self)!r})"
+        # No text of the position here: TPN lives in notation (which imports this module).
+        return f"<Position {self.geo.n}x{self.geo.n}, {bin(self.occ).count('1')} pieces, army {self.to_move} to move>"
 
 
 def _bits(mask: int) -> Iterator[int]:
