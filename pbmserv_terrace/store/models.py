@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, ClassVar
 
-from sqlalchemy import JSON, Boolean, DateTime, Float, ForeignKey, Index, Integer, String, Text, UniqueConstraint
+from sqlalchemy import JSON, Boolean, DateTime, Float, ForeignKey, Index, Integer, String, Text, UniqueConstraint, true
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 
@@ -38,6 +38,8 @@ class User(Base):
     vacation: Mapped[bool] = mapped_column(Boolean, default=False)
     notify_all: Mapped[bool] = mapped_column(Boolean, default=False, index=True)
     created_at: Mapped[datetime]
+    public_comments: Mapped[bool] = mapped_column(Boolean, default=True, server_default=true())
+    """False: the web archive shows this user's comments as "(hidden)" (migration 0002)"""
 
 
 class Game(Base):
