@@ -95,7 +95,16 @@ def format_tpn(pos: Position) -> str:
 
 
 # ---------------------------------------------------------------------- moves
-_MOVE = re.compile(r"^(?:([tabcd])-)?([a-z]\d+)-([a-z]\d+)(?::([tabcd]))?$", re.IGNORECASE)
+_DASH = r"\s*[-\u2010\u2011\u2012\u2013\u2014\u2212]?\s*"
+"""The separator between piece letter and squares: a hyphen, any of the dashes that
+mail clients and phones substitute for it (en, em, minus, ...), or nothing; spaces
+around it allowed.  Squares always start with a letter and end with digits, so
+``Cd7d6`` and ``d7d6`` read one way only."""
+_MOVE = re.compile(
+    rf"^(?:([tabcd]){_DASH})?([a-z]\d+){_DASH}([a-z]\d+)(?:\s*:\s*([tabcd]))?$",
+    re.IGNORECASE,
+)
+"""Also used by the service to check a queued move's shape before storing it."""
 
 MOVE_FORMS = "rc1-rc2, s-rc1-rc2, rc1-rc2:d or s-rc1-rc2:d (e.g. d2-e3, D-d2-e3, C-b4-c3:C)"
 
@@ -150,7 +159,27 @@ def parse_move(pos: Position, text: str) -> Move:
 
 
 def why_illegal(pos: Position, move: Move) -> str:
-    """A sentence saying which rule of §4 forbids ``move`` (which must be illegal)."""
+    """A sentence saying which rule of §4 forbids ``move`` (which must be illegal),
+    followed by where that piece can go instead, so a player by mail does not need
+    a second round trip to find a legal move: ``"...; the C on d2 can go to c3, d3"``."""
+    return f"{_rule_broken(pos, move)}; {_alternatives(pos, move.frm)}"
+
+
+def _alternatives(pos: Position, frm: int) -> str:
+    """Where the piece on ``frm`` can legally go, or that it cannot move at all."""
+    piece = pos.board[frm]
+    if not piece or piece >> 3 != pos.to_move:
+        return "it is not a piece of the army to move"
+    geo = pos.geo
+    targets = sorted((m.to for m in pos.moves_from(frm)), key=lambda sq: (sq % geo.n, sq // geo.n))
+    if not targets:
+        return "this piece has no legal move"
+    names = ", ".join(geo.name(sq) for sq in targets)
+    return f"the {KINDS[piece & 7]} on {geo.name(frm)} can go to {names}"
+
+
+def _rule_broken(pos: Position, move: Move) -> str:
+    """Which rule of §4 forbids ``move``."""
     geo = pos.geo
     frm, to = move
     hf, ht = geo.height[frm], geo.height[to]

@@ -351,7 +351,7 @@ def test_s7_capture_forms_and_canonical():
 @pytest.mark.parametrize(
     ("text", "reason"),
     [
-        ("d2e3", "is not a move"),
+        ("d2xe3", "is not a move"),
         ("resign", "is not a move"),
         ("d2-e9", "not a square"),
         ("j2-e3", "not a square"),
