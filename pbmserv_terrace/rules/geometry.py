@@ -41,6 +41,10 @@ class Geometry:
     reach: tuple[dict[int, int], ...]
     """reach[sq][blockers & terrace_mask[sq]] = terrace squares a piece on sq can
     walk to without passing a blocker (blocker squares themselves excluded)."""
+    influence: tuple[int, ...]
+    """influence[sq]: squares (sq itself included) whose piece's moves may change when
+    sq changes occupant: its up/down/capture neighbours and its terrace.  Bulk perft
+    recounts only those pieces after a move instead of the whole army."""
     full: int
     """Bitmask of every square."""
     corners: dict[int, str]
@@ -152,18 +156,24 @@ def geometry(n: int) -> Geometry:
             table[bits(sorted(blockers))] = dest
         reach.append(table)
 
+    terrace_mask = tuple(bits(paths[terrace[sq]]) for sq in range(count))
+    influence = tuple(
+        bits([s for s in range(count) if s == sq or ((up[s] | down[s] | capture[s] | terrace_mask[s]) >> sq) & 1])
+        for sq in range(count)
+    )
     last = n - 1
     corners = {0: "L", last: "H", last * n: "H", count - 1: "L"}
     return Geometry(
         n=n,
         height=height,
         terrace=tuple(terrace),
-        terrace_mask=tuple(bits(paths[terrace[sq]]) for sq in range(count)),
+        terrace_mask=terrace_mask,
         path=tuple(paths[terrace[sq]] for sq in range(count)),
         up=up,
         down=down,
         capture=capture,
         reach=tuple(reach),
+        influence=influence,
         full=(1 << count) - 1,
         corners=corners,
     )

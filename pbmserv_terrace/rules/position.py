@@ -189,18 +189,39 @@ class Position:
         Applies RULES.md §5.1: a captured T removes its whole army.
         """
         frm, to = move
-        board = list(self.board)
+        board = self.board.copy()
         piece = board[frm]
         captured = board[to]
         board[to] = piece
         board[frm] = 0
+        nxt = Position.__new__(Position)
         if captured and captured & 7 == KIND_T:
             gone = captured >> 3
             for sq, p in enumerate(board):
                 if p >> 3 == gone:
                     board[sq] = 0
-        nxt = Position.__new__(Position)
-        nxt._init_from(self.geo, board)
+            nxt._init_from(self.geo, board)
+        else:
+            # Incremental masks: only the two squares change.
+            fb, tb = 1 << frm, 1 << to
+            army_mask = self.army_mask.copy()
+            size_mask = self.size_mask.copy()
+            army_mask[piece >> 3] ^= fb | tb
+            occ = self.occ ^ fb
+            if captured:
+                army_mask[captured >> 3] ^= tb
+                for k in range(SIZE[captured], 5):
+                    size_mask[k] ^= tb
+            else:
+                occ ^= tb
+            for k in range(SIZE[piece], 5):
+                size_mask[k] ^= fb | tb
+            nxt.geo = self.geo
+            nxt.board = board
+            nxt.army_mask = army_mask
+            nxt.size_mask = size_mask
+            nxt.occ = occ
+            nxt._moves = None
         nxt.to_move = nxt._next_army(piece >> 3)
         return nxt
 

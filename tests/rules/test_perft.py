@@ -110,3 +110,31 @@ def test_random_positions_match_reference(seed, n):
     fast = {((m.frm % n, m.frm // n), (m.to % n, m.to // n)) for m in pos.legal_moves()}
     assert fast == slow_moves(n, pieces(pos), pos.to_move), format_tpn(pos)
     assert perft(pos, 2) == slow_perft(n, pieces(pos), pos.to_move, 2)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    seed=st.integers(0, 10**9),
+    n=st.sampled_from([8, 6]),
+    variant=st.sampled_from(VARIANTS),
+    plies=st.integers(0, 150),
+)
+def test_bulk_two_ply_count_equals_slow_reference_along_random_games(seed, n, variant, plies):
+    """The incremental two-ply count (captures, T captures, T home, 3–4 armies) against
+    the reference, on the last position of a random game and its predecessor."""
+    for pos in _random_game_positions(seed, n, variant, plies)[-2:]:
+        assert perft(pos, 2) == slow_perft(n, pieces(pos), pos.to_move, 2), format_tpn(pos)
+
+
+@pytest.mark.parametrize(
+    "tpn",
+    [
+        "6t1/8/8/8/8/8/1T6/8 1",  # army 1 can step its T home (g8-h8): no replies after it
+        "8/8/8/8/8/3d4/2T5/t7 1",  # d3xc2 captures the enemy T and ends the game
+        "1d'c'c'b'b't'1/D'6T/C'6B/C'6B/B'6C/B'6C/T'6D/1tbbccd1 1",
+    ],
+)
+def test_bulk_count_edge_positions_match_reference(tpn):
+    pos = parse_tpn(tpn)
+    for depth in (2, 3):
+        assert perft(pos, depth) == slow_perft(pos.n, pieces(pos), pos.to_move, depth)
