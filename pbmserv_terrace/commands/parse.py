@@ -12,6 +12,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from .quotes import own_text
+
 GAME_TYPES = ("terrace", "terrace6x6")
 ACCOUNT_VERBS = ("signup", "change", "signoff", "delete", "help", "list", "message", "broadcast", "multiple", "all")
 GAME_VERBS = (
@@ -25,11 +27,15 @@ MAX_WORDS = 200
 """A command never needs more words; more are refused as unreadable."""
 
 _REPLY_PREFIX = re.compile(r"^\s*(?:(?:re|fwd?|aw|sv|wg|tr)\s*(?:\[\d+\])?\s*:\s*)+", re.IGNORECASE)
-_SERVER_SUBJECT = re.compile(
+_SERVER_ONLY = re.compile(
     r"^(?:new\s+)?terrace(?:6x6)?\s+board\s+\d+(?:\s+\S+)?(?:\s+error)?$|^terrace(?:6x6)?\s+error$"
-    r"|^broadcast from \S+ via .*$|^message from \S+ via .*$|^terrace(?:6x6)?\s+(?:help|games|standings|history)$",
+    r"|^broadcast from \S+ via .*$|^message from \S+ via .*$",
     re.IGNORECASE,
 )
+"""Subjects of server mails that are no command: a reply to one holds its command
+in the body or nowhere."""
+_SERVER_QUERY = re.compile(r"^terrace(?:6x6)?\s+(?:help|games|standings|history)$", re.IGNORECASE)
+"""Subjects of server mails that are also commands: a reply repeats the query."""
 
 
 @dataclass
@@ -70,7 +76,10 @@ def strip_subject(subject: str) -> str:
 
 
 def is_server_subject(text: str) -> bool:
-    return bool(_SERVER_SUBJECT.match(text.strip()))
+    """``text`` (already stripped of ``Re:`` and ``**``) is the subject of a mail the
+    server sends, so a reply keeps it without meaning it as a command."""
+    text = text.strip()
+    return bool(_SERVER_ONLY.match(text) or _SERVER_QUERY.match(text))
 
 
 def _verb(word: str) -> str | None:
@@ -137,43 +146,41 @@ def _clip(word: str, limit: int = 40) -> str:
 
 
 # ------------------------------------------------------------------ comments
-_QUOTE_HEADER = re.compile(
-    r"^\s*(on\b.{0,300}\bwrote:|am\b.{0,300}\bschrieb.*:|le\b.{0,300}\ba écrit\s*:|"
-    r"-{2,}\s*original message\s*-{2,}|-{2,}\s*forwarded message\s*-{2,}|begin forwarded message:|"
-    r"from:\s.*|_{10,})\s*$",
-    re.IGNORECASE,
+NO_COMMAND = (
+    "this mail holds no command: to play, reply with your move on the first line, or put a command in the "
+    "Subject, e.g. 'terrace move 101 bob PASSWORD d7-d6'; mail 'help' for the list"
 )
+"""The answer to a mail in which neither the Subject nor the body's first own line is
+a command (a reply that only quotes, a server subject alone, an empty mail)."""
 
 
 def extract_comment(body: str) -> str:
-    """The player's own words: cut at the signature marker and at the quoted tail
-    mail clients add; quoted ``>`` lines removed; trimmed."""
-    out: list[str] = []
-    for line in body.replace("\r\n", "\n").split("\n"):
-        if line in ("-- ", "--") or line.rstrip() == "-- ":
-            break
-        if _QUOTE_HEADER.match(line):
-            break
-        if line.lstrip().startswith(">"):
-            continue
-        out.append(line.rstrip())
-    text = "\n".join(out).strip("\n")
-    # collapse runs of blank lines left by removed quotes
-    return re.sub(r"\n{3,}", "\n\n", text).strip()
+    """The player's own words (see :func:`.quotes.own_text`): one definition of
+    "own text" for comments, for the command line in the body and for replies."""
+    return own_text(body)
 
 
 def parse_mail(subject: str, body: str) -> ParsedMail:
-    """Subject and body → the commands to run (COMMANDS.md §1)."""
-    comment_text = extract_comment(body)
+    """Subject and body → the commands to run (COMMANDS.md §1).
+
+    The body's first own line is the command when the Subject holds none: it is
+    empty, or only a server subject (``Re: Terrace Board 101 bob **``).  A server
+    subject is never read as a command itself: "Terrace Board 101 bob" would be the
+    ``board`` alias of ``move`` with its arguments missing, an answer that tells the
+    player nothing.  With no command anywhere the answer says how to reply."""
+    comment_text = own_text(body)
     stripped = strip_subject(subject)
     lines = comment_text.split("\n") if comment_text else []
     first_line = lines[0].strip() if lines else ""
-    if (not stripped or is_server_subject(stripped)) and first_line and looks_like_command(first_line):
+    subject_free = not stripped or is_server_subject(stripped)
+    if subject_free and first_line and looks_like_command(first_line):
         rest = "\n".join(lines[1:]).strip()
         parsed = parse_line(first_line, rest)
         if isinstance(parsed, str):
             return ParsedMail([], rest, error=parsed, source_line=first_line)
         return _expand_multiple(parsed, rest, first_line)
+    if not stripped or _SERVER_ONLY.match(stripped):
+        return ParsedMail([], comment_text, error=NO_COMMAND, source_line=stripped)
     parsed = parse_line(stripped, comment_text)
     if isinstance(parsed, str):
         return ParsedMail([], comment_text, error=parsed, source_line=stripped)
