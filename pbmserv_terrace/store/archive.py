@@ -1,0 +1,237 @@
+"""Read-only queries of the web archive (issue 19): the only place the web's SQL lives.
+
+Every method reads, none writes, and none returns an address or a password hash:
+users come back as userids (and the ``public_comments`` flag), so a page cannot
+leak what it never received.  Results are frozen plain rows, not ORM objects: they
+stay valid after the read-only session has ended (and expired its objects).  Each query has an index behind it: games by
+(game_type, board_number) and (game_type, status, board_number), seats by
+(user_id, game_id), history by (game_type, finished_at) and its primary key,
+ratings by (user_id, game_type) and (game_type, rating).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import func, select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from .models import FinishedGame, Game, MoveRecord, Rating, Seat, User
+
+
+@dataclass(frozen=True, slots=True)
+class SeatRow:
+    """A seat as the web shows it: the player's userid, never the User row."""
+
+    seat: int
+    userid: str
+    active: bool
+    resign_pending: bool
+    public_comments: bool
+
+
+@dataclass(frozen=True, slots=True)
+class GameRow:
+    """A board without its ORM object, so templates cannot reach a user's addresses."""
+
+    id: int
+    game_type: str
+    board_number: int
+    variant: str
+    rated: bool
+    status: str
+    ply: int
+    position: str
+    start_position: str
+    winner_seat: int | None
+    result: str | None
+    draw_votes: tuple[int, ...]
+    undo_votes: tuple[int, ...]
+    comment: str | None
+    created_at: datetime
+    last_move_at: datetime
+    finished_at: datetime | None
+    seats: tuple[SeatRow, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class MoveRow:
+    ply: int
+    seat: int
+    move: str
+    auto: bool
+    played_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class FinishedRow:
+    game_type: str
+    board_number: int
+    players: tuple[str, ...]
+    result: str
+    plies: int
+    finished_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class StandingRow:
+    userid: str
+    rating: float
+    won: int
+    lost: int
+    tied: int
+    games: int
+
+
+@dataclass(frozen=True, slots=True)
+class RatedResult:
+    """One finished game for the Elo replay: players in seat order and the winner seat."""
+
+    history_id: int
+    game_type: str
+    players: tuple[str, ...]
+    winner_seat: int | None
+    rated: bool
+    finished_at: datetime
+    board_number: int
+
+
+def _game_row(game: Game) -> GameRow:
+    return GameRow(
+        id=game.id,
+        game_type=game.game_type,
+        board_number=game.board_number,
+        variant=game.variant,
+        rated=game.rated,
+        status=game.status,
+        ply=game.ply,
+        position=game.position,
+        start_position=game.start_position,
+        winner_seat=game.winner_seat,
+        result=game.result,
+        draw_votes=tuple(game.draw_votes),
+        undo_votes=tuple(game.undo_votes),
+        comment=game.comment,
+        created_at=game.created_at,
+        last_move_at=game.last_move_at,
+        finished_at=game.finished_at,
+        seats=tuple(
+            SeatRow(s.seat, s.user.userid, s.active, s.resign_pending, s.user.public_comments)
+            for s in sorted(game.seats, key=lambda s: s.seat)
+        ),
+    )
+
+
+class Archive:
+    """The web's read-only repository over one :meth:`Database.reading` session."""
+
+    def __init__(self, session: AsyncSession) -> None:
+        self.s = session
+
+    async def ping(self) -> bool:
+        return (await self.s.execute(select(func.count()).select_from(Game).where(Game.id == 0))).scalar_one() == 0
+
+    async def game(self, game_type: str, board_number: int) -> GameRow | None:
+        """A board with its seats and their userids (one round trip with the joins)."""
+        stmt = select(Game).where(Game.game_type == game_type, Game.board_number == board_number)
+        game = (await self.s.execute(stmt)).scalar_one_or_none()
+        return _game_row(game) if game is not None else None
+
+    async def moves(self, game_id: int) -> list[MoveRow]:
+        stmt = (
+            select(MoveRecord.ply, MoveRecord.seat, MoveRecord.move, MoveRecord.auto, MoveRecord.played_at)
+            .where(MoveRecord.game_id == game_id)
+            .order_by(MoveRecord.ply)
+        )
+        return [MoveRow(*row) for row in (await self.s.execute(stmt)).tuples()]
+
+    async def count_active(self, game_type: str) -> int:
+        stmt = select(func.count()).select_from(Game).where(Game.game_type == game_type, Game.status == "active")
+        return int((await self.s.execute(stmt)).scalar_one())
+
+    async def newest_active(self, game_type: str, limit: int) -> list[GameRow]:
+        """The newest active boards (highest numbers): a backward walk of ix_games_type_status."""
+        stmt = (
+            select(Game)
+            .where(Game.game_type == game_type, Game.status == "active")
+            .order_by(Game.board_number.desc())
+            .limit(limit)
+        )
+        return [_game_row(g) for g in (await self.s.execute(stmt)).scalars()]
+
+    async def recent_finished(self, game_type: str, limit: int) -> list[FinishedRow]:
+        stmt = (
+            select(
+                FinishedGame.game_type,
+                FinishedGame.board_number,
+                FinishedGame.players,
+                FinishedGame.result,
+                FinishedGame.plies,
+                FinishedGame.finished_at,
+            )
+            .where(FinishedGame.game_type == game_type)
+            .order_by(FinishedGame.finished_at.desc(), FinishedGame.id.desc())
+            .limit(limit)
+        )
+        return [FinishedRow(t, n, tuple(p), r, k, w) for t, n, p, r, k, w in (await self.s.execute(stmt)).tuples()]
+
+    async def user(self, userid: str) -> tuple[int, str, datetime] | None:
+        """(id, userid, created_at) of a user, or None."""
+        stmt = select(User.id, User.userid, User.created_at).where(User.userid == userid.lower())
+        row = (await self.s.execute(stmt)).first()
+        return (row[0], row[1], row[2]) if row is not None else None
+
+    async def games_of_user(self, user_id: int, limit: int) -> list[GameRow]:
+        """The user's boards, the most recently moved first (ix_seats_user, then games by key)."""
+        ids = select(Seat.game_id).where(Seat.user_id == user_id)
+        stmt = select(Game).where(Game.id.in_(ids)).order_by(Game.last_move_at.desc(), Game.id.desc()).limit(limit)
+        return [_game_row(g) for g in (await self.s.execute(stmt)).scalars()]
+
+    async def ratings_of_user(self, user_id: int) -> list[tuple[str, StandingRow]]:
+        stmt = select(Rating, User.userid).join(User, User.id == Rating.user_id).where(Rating.user_id == user_id)
+        return [
+            (r.game_type, StandingRow(userid, r.rating, r.won, r.lost, r.tied, r.games))
+            for r, userid in (await self.s.execute(stmt.order_by(Rating.game_type))).all()
+        ]
+
+    async def ratings_of(self, userids: Sequence[str], game_type: str) -> dict[str, float]:
+        stmt = (
+            select(User.userid, Rating.rating)
+            .join(Rating, Rating.user_id == User.id)
+            .where(User.userid.in_(list(userids)), Rating.game_type == game_type)
+        )
+        return {u: r for u, r in (await self.s.execute(stmt)).tuples()}
+
+    async def standings(self, game_type: str) -> list[StandingRow]:
+        stmt = (
+            select(User.userid, Rating.rating, Rating.won, Rating.lost, Rating.tied, Rating.games)
+            .join(User, User.id == Rating.user_id)
+            .where(Rating.game_type == game_type)
+            .order_by(Rating.rating.desc(), User.userid)
+        )
+        return [StandingRow(*row) for row in (await self.s.execute(stmt)).tuples()]
+
+    async def finished_after(self, history_id: int, limit: int = 50_000) -> list[RatedResult]:
+        """Finished games with a history id above ``history_id``, in id order: what the
+        rating chart's incremental Elo replay has not seen yet (primary-key range)."""
+        stmt = (
+            select(
+                FinishedGame.id,
+                FinishedGame.game_type,
+                FinishedGame.players,
+                Game.winner_seat,
+                Game.rated,
+                FinishedGame.finished_at,
+                FinishedGame.board_number,
+            )
+            .join(Game, Game.id == FinishedGame.game_id)
+            .where(FinishedGame.id > history_id)
+            .order_by(FinishedGame.id)
+            .limit(limit)
+        )
+        return [
+            RatedResult(hid, gt, tuple(players), winner, rated, when, number)
+            for hid, gt, players, winner, rated, when, number in (await self.s.execute(stmt)).tuples()
+        ]

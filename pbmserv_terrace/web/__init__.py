@@ -1,0 +1,10 @@
+"""The read-only web archive of the server (issue 19): boards, players, standings,
+help and Atom feeds, served by uvicorn beside the mail loop.
+
+    app = create_app(db, server_name="PBM Server", public_url="https://example.test")
+    await serve_web(app, "127.0.0.1", 8080, stop=stop_event)
+"""
+
+from .app import create_app, serve_web
+
+__all__ = ["create_app", "serve_web"]

@@ -1,0 +1,211 @@
+"""What a board page shows, computed from store rows with the rules only (no I/O).
+
+The mail service has the same logic in ``service/boards.py``, but the web may not
+import the service layer, so the few pure pieces it needs (replaying moves, the
+status line, who plays which army) are restated here over the archive's rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from ..render import GAME_TITLES, move_table
+from ..rules import Move, Position, format_tpn, parse_move, parse_tpn, render_board
+from ..rules.pieces import piece_text
+from ..store.archive import GameRow, MoveRow, SeatRow
+
+NOT_MOVES = ("Resign", "Forfeit")
+"""plies that remove an army instead of moving a piece (service/boards.py RESIGN, FORFEIT)"""
+ARMY_COLOURS = {1: "orange", 2: "blue", 3: "green", 4: "pink"}
+ARMY_FILL = {1: "#E69F00", 2: "#0072B2", 3: "#009E73", 4: "#CC79A7"}
+"""the armies' colours as the board picture (render.picture) draws them: Okabe-Ito"""
+
+
+def board_size(game_type: str) -> int:
+    return 6 if game_type == "terrace6x6" else 8
+
+
+def title(game_type: str) -> str:
+    return GAME_TITLES.get(game_type, game_type)
+
+
+@dataclass
+class Frame:
+    """The position after some ply, and how it got there (for the picture)."""
+
+    ply: int
+    pos: Position
+    last_move: Move | None = None
+    captured: int | None = None
+    """the square where the last move took a piece, if it did"""
+    move_text: str = ""
+    seat: int | None = None
+    played_at: datetime | None = None
+
+
+def frames(game: GameRow, moves: list[MoveRow]) -> Iterator[Frame]:
+    """The start and the position after each ply, in order (one pass over the moves)."""
+    pos = parse_tpn(game.start_position, board_size(game.game_type))
+    yield Frame(0, pos)
+    for record in moves:
+        move: Move | None = None
+        captured = None
+        if record.move in NOT_MOVES:
+            pos = pos.without_army(record.seat)
+        else:
+            move = parse_move(pos, record.move)
+            captured = move.to if pos.board[move.to] else None
+            pos = pos.play(move)
+        yield Frame(
+            record.ply, pos, move, captured, record.move + (" (Auto)" if record.auto else ""), record.seat, record.played_at
+        )
+
+
+def replay(game: GameRow, moves: list[MoveRow], upto: int) -> Frame:
+    """The position after the first ``upto`` plies, with the last move and capture."""
+    last = Frame(0, parse_tpn(game.start_position, board_size(game.game_type)))
+    for frame in frames(game, [m for m in moves if m.ply <= upto]):
+        last = frame
+    return last
+
+
+@dataclass
+class PlayerLine:
+    userid: str
+    seat: int
+    letters: str
+    colour: str
+    fill: str
+    rating: float | None
+    state: str
+
+
+def players(game: GameRow, ratings: dict[str, float]) -> list[PlayerLine]:
+    out = []
+    for s in game.seats:
+        state = "playing"
+        if game.status == "won" and game.winner_seat == s.seat:
+            state = "winner"
+        elif not s.active:
+            state = "out"
+        elif game.status != "active":
+            state = ""
+        out.append(
+            PlayerLine(
+                s.userid, s.seat, piece_text(s.seat << 3), ARMY_COLOURS[s.seat], ARMY_FILL[s.seat], ratings.get(s.userid), state
+            )
+        )
+    return out
+
+
+def seat_for_army(game: GameRow, army: int) -> SeatRow | None:
+    return next((s for s in game.seats if s.seat == army), None)
+
+
+def status_lines(game: GameRow, frame: Frame) -> list[str]:
+    """Whose turn, the result, announcements and votes, as the mail's status block says them."""
+    if frame.ply < game.ply:
+        mover = seat_for_army(game, frame.pos.to_move)
+        return [f"Position after ply {frame.ply} of {game.ply}" + (f"; {mover.userid} to move." if mover else ".")]
+    if game.status == "removed":
+        return [f"This board was removed: {game.result}."]
+    if game.status != "active":
+        return [f"Game over: {game.result}."]
+    mover = seat_for_army(game, frame.pos.to_move)
+    lines = (
+        [f"It is {mover.userid}'s turn (army {mover.seat}, {piece_text(mover.seat << 3)}), ply {game.ply + 1}."] if mover else []
+    )
+    for line in frame.pos.announcements():
+        for s in game.seats:
+            line = line.replace(f"Army {s.seat}'s T", f"{s.userid}'s T (army {s.seat})")
+        lines.append(line)
+    for kind, votes in (
+        ("A draw has been proposed", game.draw_votes),
+        ("Undoing the last ply has been requested", game.undo_votes),
+    ):
+        if votes:
+            missing = [s.userid for s in game.seats if s.active and s.seat not in votes]
+            lines.append(f"{kind}; still waiting for: {', '.join(missing)}.")
+    lines += [f"{s.userid} will resign on their turn." for s in game.seats if s.resign_pending]
+    return lines
+
+
+def to_move(game: GameRow) -> str:
+    """The userid to move, or the game's state when it is over."""
+    if game.status != "active":
+        return "finished" if game.status != "removed" else "removed"
+    pos = parse_tpn(game.position, board_size(game.game_type))
+    seat = seat_for_army(game, pos.to_move)
+    return seat.userid if seat else "?"
+
+
+@dataclass
+class Cell:
+    ply: int
+    text: str
+
+
+@dataclass
+class Round:
+    number: int
+    cells: list[Cell | None] = field(default_factory=list)
+
+
+def move_rounds(game: GameRow, moves: list[MoveRow]) -> list[Round]:
+    """The move table of the mail (render.move_table decides the rows), with each
+    cell's ply number kept so the page can link it."""
+    names = [s.userid for s in game.seats]
+    rows, _omitted, _width = move_table(names, [(m.seat, str(i)) for i, m in enumerate(moves)])
+    out = []
+    for row in rows:
+        cells: list[Cell | None] = []
+        for text in row.cells:
+            if text:
+                m = moves[int(text)]
+                cells.append(Cell(m.ply, m.move + (" (Auto)" if m.auto else "")))
+            else:
+                cells.append(None)
+        out.append(Round(row.number, cells))
+    return out
+
+
+@dataclass
+class Comment:
+    author: str
+    text: str
+    hidden: bool
+
+
+def latest_comment(game: GameRow) -> Comment | None:
+    """The comment kept with the game (``"U writes:\\n…"``), hidden when its author
+    chose ``public_comments`` off.  A comment whose author cannot be told is hidden too."""
+    if not game.comment:
+        return None
+    head, _, text = game.comment.partition("\n")
+    author = head.removesuffix(" writes:") if head.endswith(" writes:") else ""
+    seat = next((s for s in game.seats if s.userid == author), None)
+    if seat is None or not seat.public_comments:
+        return Comment(author or "a player", "", True)
+    return Comment(author, text, False)
+
+
+def text_record(game: GameRow, moves: list[MoveRow], final: Position) -> str:
+    """The game as plain text: header lines, the moves in the server's notation, the
+    final position as TPN."""
+    lines = [
+        f"Game: {title(game.game_type)} board {game.board_number}",
+        f"Players: {', '.join(f'{s.userid} (army {s.seat}, {piece_text(s.seat << 3)})' for s in game.seats)}",
+        f"Setup: {game.variant}{'' if game.rated else ', unrated'}",
+        f"Start: {game.start_position}",
+        f"Result: {game.result or ('in progress' if game.status == 'active' else game.status)}",
+        f"Date: {game.created_at:%Y-%m-%d %H:%M} UTC",
+    ]
+    if game.finished_at:
+        lines.append(f"Finished: {game.finished_at:%Y-%m-%d %H:%M} UTC")
+    lines += [f"Plies: {game.ply}", ""]
+    names = {s.seat: s.userid for s in game.seats}
+    lines += [f"{m.ply}. {names.get(m.seat, m.seat)}: {m.move}{' (Auto)' if m.auto else ''}" for m in moves]
+    lines += ["", f"Final position: {format_tpn(final)}", "", render_board(final), ""]
+    return "\n".join(lines)

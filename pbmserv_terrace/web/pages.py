@@ -1,0 +1,172 @@
+"""HTML pages of the archive.  Each handler reads in one short ``Database.reading``
+session through :class:`~pbmserv_terrace.store.archive.Archive`, builds plain values
+and renders an autoescaped template; nothing a template sees holds an address."""
+
+from __future__ import annotations
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, RedirectResponse, Response
+
+from ..render import render
+from ..rules import GAME_TYPES, render_board, start_position
+from ..store.archive import Archive, GameRow, MoveRow
+from .app import FINAL_MAX_AGE, LIVE_MAX_AGE, NotFound, cached, site_of
+from .boardview import board_size, latest_comment, move_rounds, players, replay, status_lines, title, to_move
+from .charts import rating_chart
+from .picture import inline_svg
+
+FRONT_ACTIVE, FRONT_FINISHED, PLAYER_GAMES = 30, 20, 300
+HELP_TOPICS = (("General", "help_general.txt"), ("Commands", "help_commands.txt"), ("Rules", "help_terrace.txt"),
+               ("Tutorial", "help_tutorial.txt"))  # fmt: skip
+
+
+def game_type_of(request: Request) -> str:
+    game_type = str(request.path_params["game_type"]).lower()
+    if game_type not in GAME_TYPES:
+        raise NotFound(f"a game type called '{game_type[:30]}' (this server runs {', '.join(GAME_TYPES)})")
+    return game_type
+
+
+def board_url(game: GameRow | tuple[str, int], ply: int | None = None) -> str:
+    game_type, number = (game.game_type, game.board_number) if isinstance(game, GameRow) else game
+    return f"/boards/{game_type}/{number}" + ("" if ply is None else f"?ply={ply}")
+
+
+async def load_board(archive: Archive, request: Request) -> tuple[GameRow, list[MoveRow]]:
+    game_type, number = game_type_of(request), int(request.path_params["number"])
+    game = await archive.game(game_type, number)
+    if game is None:
+        raise NotFound(f"{title(game_type)} board {number}: there is no such board")
+    return game, await archive.moves(game.id)
+
+
+def requested_ply(request: Request, game: GameRow) -> int:
+    raw = request.query_params.get("ply")
+    if raw is None or raw == "":
+        return game.ply
+    if not raw.isdigit() or int(raw) > game.ply:
+        raise NotFound(f"ply {raw[:12]} of {title(game.game_type)} board {game.board_number} (it has plies 0 to {game.ply})")
+    return int(raw)
+
+
+async def home(request: Request) -> Response:
+    site = site_of(request)
+    types = []
+    async with site.db.reading() as session:
+        archive = Archive(session)
+        for game_type in GAME_TYPES:
+            active = await archive.newest_active(game_type, FRONT_ACTIVE)
+            types.append(
+                {
+                    "name": game_type,
+                    "title": title(game_type),
+                    "count": await archive.count_active(game_type),
+                    "active": [(g, to_move(g)) for g in active],
+                    "finished": await archive.recent_finished(game_type, FRONT_FINISHED),
+                }
+            )
+    return cached(request, site.render("home.html", types=types, board_url=board_url), key="home")
+
+
+async def help_page(request: Request) -> Response:
+    site = site_of(request)
+    values = {"server_name": site.server_name, "address": "the server's address", "title": "Terrace", "n": 8,
+              "board": render_board(start_position("long", 8))}  # fmt: skip
+    sections = [(name, render(template, **values)) for name, template in HELP_TOPICS]
+    return cached(request, site.render("help.html", sections=sections), key="help", max_age=FINAL_MAX_AGE)
+
+
+async def standings(request: Request) -> Response:
+    site = site_of(request)
+    async with site.db.reading() as session:
+        archive = Archive(session)
+        tables = [(game_type, title(game_type), await archive.standings(game_type)) for game_type in GAME_TYPES]
+    return cached(request, site.render("standings.html", tables=tables), key="standings")
+
+
+async def healthz(request: Request) -> Response:
+    site = site_of(request)
+    try:
+        async with site.db.reading() as session:
+            ok = await Archive(session).ping()
+    except Exception as exc:  # the probe's answer is the error, not a 500 page
+        return JSONResponse(
+            {"status": "error", "error": type(exc).__name__}, status_code=503, headers={"Cache-Control": "no-store"}
+        )
+    return JSONResponse(
+        {"status": "ok" if ok else "error"}, status_code=200 if ok else 503, headers={"Cache-Control": "no-store"}
+    )
+
+
+async def board_redirect(request: Request) -> Response:
+    """``/boards/N…`` is terrace board N (the mail's default game type)."""
+    path = request.url.path.replace("/boards/", "/boards/terrace/", 1)
+    query = f"?{request.url.query}" if request.url.query else ""
+    return RedirectResponse(path + query, status_code=308)
+
+
+async def board(request: Request) -> Response:
+    site = site_of(request)
+    async with site.db.reading() as session:
+        archive = Archive(session)
+        game, moves = await load_board(archive, request)
+        ratings = await archive.ratings_of([s.userid for s in game.seats], game.game_type)
+    ply = requested_ply(request, game)
+    frame = replay(game, moves, ply)
+    html = site.render(
+        "board.html",
+        game=game,
+        title=title(game.game_type),
+        url=board_url(game),
+        ply=ply,
+        frame=frame,
+        players=players(game, ratings),
+        status=status_lines(game, frame),
+        rounds=move_rounds(game, moves),
+        svg=inline_svg(frame),
+        ascii_board=render_board(frame.pos),
+        comment=latest_comment(game),
+        to_move=to_move(game),
+        size=board_size(game.game_type),
+    )
+    max_age = LIVE_MAX_AGE if game.status == "active" else FINAL_MAX_AGE
+    return cached(request, html, key=f"{game.game_type}-{game.board_number}-{ply}", max_age=max_age)
+
+
+def outcome_for(game: GameRow, userid: str) -> str:
+    if game.status == "active":
+        return "your turn" if to_move(game) == userid else "playing"
+    if game.status == "draw":
+        return "draw"
+    if game.status == "won":
+        winner = next((s.userid for s in game.seats if s.seat == game.winner_seat), None)
+        return "won" if winner == userid else "lost"
+    return game.status
+
+
+async def player(request: Request) -> Response:
+    site = site_of(request)
+    wanted = str(request.path_params["userid"])
+    async with site.db.reading() as session:
+        archive = Archive(session)
+        user = await archive.user(wanted)
+        if user is None:
+            raise NotFound(f"a player called '{wanted[:40]}'")
+        user_id, userid, created = user
+        games = await archive.games_of_user(user_id, PLAYER_GAMES)
+        ratings = await archive.ratings_of_user(user_id)
+        await site.ratings.refresh(archive)
+    charts = [
+        (
+            game_type,
+            title(game_type),
+            row,
+            rating_chart(site.ratings.points(game_type, userid), f"{userid}'s {title(game_type)} rating"),
+        )
+        for game_type, row in ratings
+    ]
+    rows = [(g, outcome_for(g, userid)) for g in games]
+    html = site.render(
+        "player.html", userid=userid, created=created, charts=charts, rows=rows, board_url=board_url, limit=PLAYER_GAMES
+    )
+    return cached(request, html, key=f"player-{userid}")

@@ -1,0 +1,93 @@
+"""Rating over time: the store keeps only each player's current rating, so the chart
+replays the finished rated games with the server's Elo rule (COMMANDS.md §4).
+
+The replay is incremental and shared by every request: it remembers which history
+rows it applied and reads only rows above the highest id it has seen (a primary-key
+range), minus a small window, so a game whose transaction committed late with a
+lower id is still picked up.  The rule restates ``service/ratings.py`` (the web may
+not import the service layer); a test checks both agree.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from ..store.archive import Archive, RatedResult
+
+START = 1600.0
+ESTABLISHED_GAMES = 20
+K_ESTABLISHED, K_PROVISIONAL = 32.0, 64.0
+LATE_WINDOW = 64
+"""history ids below the highest seen that are read again (late commits)"""
+
+
+def new_ratings(ratings: list[float], games: list[int], scores: list[float]) -> list[float]:
+    """Each player's rating after one game, all from the ratings before it."""
+    out = []
+    for i, rating in enumerate(ratings):
+        others = [r for j, r in enumerate(ratings) if j != i]
+        k = K_ESTABLISHED if games[i] >= ESTABLISHED_GAMES else K_PROVISIONAL
+        expected = 1.0 / (1.0 + 10 ** ((sum(others) / len(others) - rating) / 400.0))
+        out.append(rating + k * (scores[i] - expected))
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class Point:
+    when: datetime
+    rating: float
+    board_number: int
+
+
+@dataclass
+class _TypeState:
+    rating: dict[str, float] = field(default_factory=dict)
+    games: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    points: dict[str, list[Point]] = field(default_factory=lambda: defaultdict(list))
+
+
+class RatingHistory:
+    """Per game type and user, the rating after each rated game, replayed in the order
+    the games reached the history table."""
+
+    def __init__(self) -> None:
+        self._types: dict[str, _TypeState] = defaultdict(_TypeState)
+        self._applied: set[int] = set()
+        self._high = 0
+        self._lock = asyncio.Lock()
+
+    def apply(self, row: RatedResult) -> None:
+        if row.history_id in self._applied:
+            return
+        self._applied.add(row.history_id)
+        self._high = max(self._high, row.history_id)
+        if not row.rated or len(row.players) < 2:
+            return
+        state = self._types[row.game_type]
+        before = [state.rating.get(p, START) for p in row.players]
+        played = [state.games[p] for p in row.players]
+        if row.winner_seat is None:
+            scores = [0.5] * len(row.players)
+        else:
+            scores = [1.0 if i + 1 == row.winner_seat else 0.0 for i in range(len(row.players))]
+        for player, after in zip(row.players, new_ratings(before, played, scores), strict=True):
+            state.rating[player] = after
+            state.games[player] += 1
+            state.points[player].append(Point(row.finished_at, after, row.board_number))
+
+    async def refresh(self, archive: Archive) -> None:
+        """Apply the history rows not seen yet (one indexed range read when up to date)."""
+        async with self._lock:
+            while True:
+                rows = await archive.finished_after(max(0, self._high - LATE_WINDOW))
+                fresh = [r for r in rows if r.history_id not in self._applied]
+                for row in fresh:
+                    self.apply(row)
+                if len(rows) < 50_000:
+                    return
+
+    def points(self, game_type: str, userid: str) -> list[Point]:
+        return list(self._types[game_type].points.get(userid, ()))
