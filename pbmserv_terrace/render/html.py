@@ -1,0 +1,59 @@
+"""The HTML part of a board mail (issue 16): what the text part says, with the picture.
+
+The mail is multipart/alternative: the text part stays the record (it is what
+pbmserv users and filters read), the HTML part adds the board picture as an inline
+image (``cid:``).  The template is filled with the same :class:`GameView` as the
+text templates, so both parts cannot drift apart in what they show.  The Jinja
+environment does not autoescape (it is made for plain-text mail), so
+``templates/board.html`` escapes every value itself.
+"""
+
+from __future__ import annotations
+
+from . import CommentView, GameView, environment
+from .picture import ARMY_COLOUR_NAME, ARMY_FILL, WIDTH
+
+PAGE_BG = "#FFFFFF"
+INK = "#1A1A1A"
+MUTED = "#555555"
+RULE = "#BBBBBB"
+QUOTE_BG = "#F4F4F4"
+
+
+def board_html(
+    view: GameView,
+    *,
+    headline: str,
+    comments: list[CommentView],
+    cid: str,
+    alt: str,
+    reply_hint: str = "",
+) -> str:
+    """The HTML document of a board mail.
+
+    ``cid`` is the Content-ID of the PNG part (without angle brackets), ``alt`` the
+    picture's alt text (:func:`picture.picture_alt`).  The image is declared at
+    :data:`picture.WIDTH` CSS pixels, half the PNG's width at scale 2, so it is
+    sharp on high-density screens.
+    """
+    text = (
+        environment()
+        .get_template("board.html")
+        .render(
+            game=view,
+            headline=headline,
+            comments=comments,
+            cid=cid,
+            alt=alt,
+            reply_hint=reply_hint,
+            width=WIDTH,
+            army_fill=ARMY_FILL,
+            army_colour_name=ARMY_COLOUR_NAME,
+            page_bg=PAGE_BG,
+            ink=INK,
+            muted=MUTED,
+            rule=RULE,
+            quote_bg=QUOTE_BG,
+        )
+    )
+    return text.rstrip("\n") + "\n"
