@@ -1,0 +1,78 @@
+"""The game as plain ASCII text for a mail: every pile readable, no line over 72 columns.
+
+Layout (top to bottom): title and score; the base rank and how foundations build;
+stock count and the waste's last cards (top last); the reserve, all cards, top
+last; the eight foundations as ``base..top``; the tableau piles bottom to top; a
+status line (what to do now, the lock, or how the game ended).  Long rows wrap
+with an indent, so a 21-card reserve or a long round-the-corner pile still fits.
+"""
+
+from __future__ import annotations
+
+from .cards import RANK_NAMES, card_text
+from .state import State
+
+WIDTH = 72
+WASTE_SHOWN = 8
+
+
+def _wrap(head: str, items: list[str], width: int = WIDTH) -> list[str]:
+    """``head`` then ``items`` separated by spaces, continued on indented lines past ``width``."""
+    lines, line, indent = [], head, " " * min(len(head), 8)
+    for item in items:
+        if len(line) + 1 + len(item) > width and line.strip():
+            lines.append(line.rstrip())
+            line = indent
+        line = f"{line} {item}" if line.strip() else line + item
+    lines.append(line.rstrip())
+    return lines
+
+
+def render(state: State) -> str:
+    """The whole table as text (lines of at most 72 characters, ending with a newline)."""
+    v = state.variant
+    out: list[str] = []
+    title = f"Terrace patience: {v.name}, deal {state.deal}"
+    score = f"score {state.score}/104"
+    out.append(title + " " * max(1, WIDTH - len(title) - len(score)) + score)
+    build = "in suit" if v.by_suit else "by alternating colour"
+    if state.choosing_base:
+        out.append(f"Foundations build up {build} from the base card, K-A-2.")
+    else:
+        out.append(f"Base {RANK_NAMES[state.base_rank]}s: foundations build up {build}, K-A-2.")
+    waste = [card_text(c) for c in state.waste[-WASTE_SHOWN:]]
+    hidden = len(state.waste) - len(waste)
+    pass_note = " (second pass)" if state.stock_pass == 2 else ""
+    head = f"Stock {len(state.stock)}{pass_note}   Waste {len(state.waste)}:"
+    out += _wrap(head, ([".."] if hidden else []) + waste or ["-"])
+    out += _wrap(f"Reserve {len(state.reserve)}:", [card_text(c) for c in state.reserve] or ["-"])
+    cells = []
+    for i, f in enumerate(state.foundations, 1):
+        cell = "-" if not f else card_text(f[0]) if len(f) == 1 else f"{card_text(f[0])}..{card_text(f[-1])}"
+        cells.append(f"f{i} {cell:<9}")
+    out.append(" ".join(cells[:4]).rstrip())
+    out.append(" ".join(cells[4:]).rstrip())
+    for i, pile in enumerate(state.tableau, 1):
+        out += _wrap(f"t{i}:", [card_text(c) for c in pile] or ["(space)"])
+    out += _wrap("", _status(state).split())
+    return "\n".join(out) + "\n"
+
+
+def _status(state: State) -> str:
+    outcome = state.outcome()
+    if outcome == "won":
+        return "Won: all 104 cards are on the foundations."
+    if outcome == "lost":
+        return f"Lost: the {card_text(state.waste[-1])} turned in the second pass could not be played. Score {state.score}."
+    if outcome == "resigned":
+        return f"Resigned with {state.score} cards on the foundations."
+    if outcome == "stuck":
+        return f"No move is left: the game ends with {state.score} cards on the foundations."
+    if state.choosing_base:
+        offered = ", ".join(f"base {i} = {card_text(c)}" for i, c in enumerate(state.offered, 1))
+        return f"Choose the base card from t1-t4: {offered}."
+    if state.stock_locked():
+        return "The stock is locked: fill the space from the waste, or play the waste's top card, before turning another."
+    if state.stock_pass == 2:
+        return "Second pass: each card turned must be played."
+    return "Your move: e.g. r-f1, w-t2, t4-t1, flip, resign."
