@@ -42,7 +42,10 @@ _STRONG_ATTRIBUTION = re.compile(
 )
 """Attribution lines that are never the player's own words."""
 
-_WEAK_ATTRIBUTION = re.compile(r"^\s*\S.{0,200}\b(?:wrote|schrieb|a\s+écrit|writes)\s*:\s*$", re.IGNORECASE)
+_WEAK_ATTRIBUTION = re.compile(
+    r"^\s*(?:\S.{0,200}\b(?:wrote|schrieb|a\s+écrit|writes)|(?:quoting|zitat\s+von|citation\s+de)\s.{0,200})\s*:\s*$",
+    re.IGNORECASE,
+)
 """``Name <addr> wrote:`` without a date: dropped only when a ``>`` quote follows,
 since a player may well write "Here is what I wrote:" and go on."""
 
@@ -133,7 +136,8 @@ def _starts_header_block(lines: list[str], i: int) -> bool:
     Outlook and others put under a top-posted reply."""
     if i >= len(lines) or not _HEADER_FROM.match(lines[i]):
         return False
-    return sum(1 for line in lines[i + 1 : i + 6] if _HEADER_OTHER.match(line)) >= 2
+    following = [line for line in lines[i + 1 : i + 12] if line.strip()][:5]  # HTML turned to text may space them
+    return sum(1 for line in following if _HEADER_OTHER.match(line)) >= 2
 
 
 def own_text(body: str) -> str:
