@@ -1,0 +1,157 @@
+"""The robots' public face: pick a move, comment on it, answer a draw offer.
+
+Levels:
+
+1. **beginner** — a two-ply search with quiescence, each root move's score blurred
+   by up to ±60 of seeded noise, and a hard filter: it never leaves its own T where
+   another army can capture it next when some move avoids that.
+2. **club** — iterative deepening without noise, stopped by a node budget.
+3. **strongest** — the same with a node budget calibrated to about two seconds per
+   move on one core of the development machine (``NODES_PER_SECOND``).
+
+Reproducibility: a choice depends only on (position, ply, level).  Noise comes from
+a generator seeded with a hash of the position string, the ply and the level; every
+level stops by node count, never by the clock, so a replay reproduces every move.
+Level 3 also accepts ``time_budget``: the node budget is scaled to it, and the
+wall clock then only acts as a safety stop at 1.5x the budget (on a machine much
+slower than ours that stop can change the move; the result says ``stopped='time'``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import time
+from dataclasses import dataclass
+
+from pbmserv_terrace.rules import Move, Position, format_tpn
+
+from .board import SearchBoard, encode, to_move_obj
+from .evaluate import evaluate
+from .search import MATE_BOUND, Limits, RootResult, Searcher, Stop
+
+NODES_PER_SECOND = 25_000
+"""Level 3's node rate on one core of the development machine (bench/robot.py prints it)."""
+DEFAULT_BUDGET = 2.0
+LEVEL_NODES = {1: 3_000, 2: 4_000}
+LEVEL_NOISE = {1: 60, 2: 0, 3: 0}
+LEVEL_DEPTH = {1: 2, 2: 64, 3: 64}
+DRAW_MARGIN = 40
+"""accepts_draw: accept when the robot's score is below -DRAW_MARGIN."""
+
+
+@dataclass(frozen=True, slots=True)
+class EngineResult:
+    """A robot's choice.  ``score`` is centipawn-like from the mover's point of view
+    (about ±100000 for a forced win or loss); ``stopped`` is why the search ended."""
+
+    move: Move
+    score: int
+    depth: int
+    nodes: int
+    seconds: float
+    level: int
+    stopped: str
+
+
+def _seed(pos: Position, ply: int, level: int) -> int:
+    text = f"{format_tpn(pos)}|{ply}|{level}".encode()
+    return int.from_bytes(hashlib.sha256(text).digest()[:8], "big")
+
+
+def _limits(level: int, time_budget: float | None, start: float) -> Limits:
+    if level not in LEVEL_DEPTH:
+        raise ValueError(f"robot level must be 1, 2 or 3, not {level}")
+    if level < 3:
+        return Limits(LEVEL_DEPTH[level], LEVEL_NODES[level])
+    budget = DEFAULT_BUDGET if time_budget is None else time_budget
+    deadline = None if time_budget is None else start + 1.5 * time_budget
+    return Limits(LEVEL_DEPTH[3], max(200, int(NODES_PER_SECOND * budget)), deadline)
+
+
+def _safe_moves(sb: SearchBoard, moves: list[int]) -> list[int]:
+    """The moves after which no other army can capture the mover's T at once (or
+    that end the game); all of them when none is safe."""
+    army = sb.to_move
+    safe = []
+    for m in moves:
+        undo = sb.make(m)
+        if sb.winner == army or (not sb.winner and sb.am[army] and not sb.t_attackers(army)):
+            safe.append(m)
+        sb.unmake(undo)
+    return safe or moves
+
+
+def search(pos: Position, root: int, limits: Limits, *, noise: int = 0, seed: int = 0, safe_only: bool = False) -> RootResult:
+    """Iterative deepening from ``pos``; the score is from army ``root``'s view."""
+    sb = SearchBoard(pos)
+    moves = sb.moves()
+    if not moves:
+        raise ValueError("the game is over: there is no move to choose")
+    if safe_only:
+        moves = _safe_moves(sb, moves)
+    searcher = Searcher(sb, root, limits)
+    sign = 1 if sb.to_move == root else -1
+    order = searcher.order(moves, 0, 0)
+    if len(order) == 1:
+        return RootResult(order[0], evaluate(sb, root), 0, 0, "only move")
+    rng = random.Random(seed)
+    blur = {m: rng.randint(-noise, noise) for m in sorted(order)} if noise else {}
+    best, best_score, done, stopped = order[0], 0, 0, "depth"
+    for depth in range(1, limits.max_depth + 1):
+        try:
+            scored = searcher.root_scores(order, depth, exact=bool(noise))
+        except Stop as stop:
+            stopped = stop.reason
+            break
+        ranked = sorted(scored, key=lambda sm: -(sm[0] + (blur.get(sm[1], 0) if abs(sm[0]) < MATE_BOUND else 0)))
+        best, best_score = ranked[0][1], ranked[0][0]
+        order = [m for _, m in ranked]
+        done = depth
+        if abs(best_score) >= MATE_BOUND:
+            stopped = "mate"
+            break
+    else:
+        stopped = "depth"
+    if done == 0:  # not even one iteration: fall back on the static view
+        best_score = evaluate(SearchBoard(pos), root) * sign
+    return RootResult(best, best_score * sign, done, searcher.nodes, stopped)
+
+
+def choose_move(pos: Position, *, level: int, ply: int, time_budget: float | None = None) -> EngineResult:
+    """The move robot ``level`` plays in ``pos`` (``ply``: moves played so far)."""
+    start = time.perf_counter()
+    limits = _limits(level, time_budget, start)
+    res = search(pos, pos.to_move, limits, noise=LEVEL_NOISE[level], seed=_seed(pos, ply, level), safe_only=level == 1)
+    return EngineResult(to_move_obj(res.move), res.score, res.depth, res.nodes, time.perf_counter() - start, level, res.stopped)
+
+
+def accepts_draw(pos: Position, army: int, *, level: int, ply: int) -> bool:
+    """Whether robot ``level`` playing ``army`` accepts a draw offer in ``pos``:
+    only when its own search says it stands worse (below -DRAW_MARGIN)."""
+    if army not in pos.armies():
+        raise ValueError(f"army {army} is not in the game")
+    if pos.is_over():
+        return False
+    limits = _limits(level, None, time.perf_counter())
+    res = search(pos, army, Limits(limits.max_depth, limits.nodes), seed=_seed(pos, ply, level))
+    return res.score < -DRAW_MARGIN
+
+
+def describe(result: EngineResult) -> str:
+    """One line in words about how the robot sees the game after its move."""
+    who = f"robot{result.level}"
+    s = result.score
+    if s >= MATE_BOUND:
+        return f"{who} sees a forced win"
+    if s <= -MATE_BOUND:
+        return f"{who} sees a forced loss"
+    for bound, words in ((400, "is winning"), (150, "is clearly better"), (40, "is slightly better")):
+        if s >= bound:
+            return f"{who} thinks it {words}"
+        if s <= -bound:
+            return f"{who} thinks it {words.replace('better', 'worse').replace('winning', 'losing')}"
+    return f"{who} thinks the game is level"
+
+
+__all__ = ["EngineResult", "accepts_draw", "choose_move", "describe", "encode", "search"]
