@@ -98,13 +98,22 @@ def compact_move(text: str) -> str:
     return re.sub(r"\s+", "", text)
 
 
+_QUERIES = ("help", "games", "standings", "ratings", "history", "list")
+"""Commands that need no password: a short reply line starting with one (``help``,
+``help terrace``) is run as a command rather than chatted to the opponent."""
+
+
 def _is_full_command(line: str) -> bool:
     """A line such as ``terrace move 101 bob PW d7-d6`` or ``move 101 bob PW d7-d6``:
-    a game name first, or a command word followed by a board number."""
+    a game name first, or a command word followed by a board number; or a short
+    query such as ``help``."""
+    line = _trim(line)
     words = line.split()
     if not words or not looks_like_command(line):
         return False
     if words[0].lower() in GAME_TYPES:
+        return True
+    if words[0].lower() in _QUERIES and len(words) <= 2:
         return True
     return len(words) > 1 and words[1].split("#")[0].isdigit()
 
@@ -128,8 +137,8 @@ def reply_command(body: str) -> ReplyCommand:
         return ReplyCommand(verb="move" if head != "queue" else "queue", argument=compact_move(tail), comment=rest)
     if key in _WORDS:
         return ReplyCommand(verb=_WORDS[key], comment=rest)
-    if _is_full_command(first.strip()):
-        return ReplyCommand(verb="command", argument=first.strip(), comment=rest)
+    if _is_full_command(first):
+        return ReplyCommand(verb="command", argument=_trim(first), comment=rest)
     chat = re.match(r"^\s*chat\b\s*:?\s*(.*)$", first, re.IGNORECASE | re.DOTALL)
     if chat:
         message = "\n".join(part for part in (chat.group(1).strip(), rest) if part)

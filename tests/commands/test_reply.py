@@ -238,6 +238,8 @@ def test_quoted_lines_never_reach_own_text(quoted):
         ("move 101 bob pw d7-d6", "command", "move 101 bob pw d7-d6"),
         ("resign 101 bob pw", "command", "resign 101 bob pw"),
         ("chat 101 bob pw", "command", "chat 101 bob pw"),
+        ("Help.", "command", "Help"),
+        ("help terrace", "command", "help terrace"),
     ],
 )
 def test_reply_forms(first, verb, argument):
@@ -261,7 +263,18 @@ def test_chat_message_is_rest_of_line_and_following_lines(body, message):
 
 @pytest.mark.parametrize(
     "first",
-    ["nice move!", "resign?", "I resign tomorrow", "draw?", "e7-e6 is bold", "chatting later", "All the best", "queue up", "d7-"],
+    [
+        "nice move!",
+        "resign?",
+        "I resign tomorrow",
+        "draw?",
+        "e7-e6 is bold",
+        "chatting later",
+        "All the best",
+        "queue up",
+        "d7-",
+        "History is on my side",
+    ],
 )
 def test_anything_else_is_an_implicit_chat(first):
     got = reply_command(f"{first}\nsecond line\n\n> On Mon, X wrote:\n> board")
