@@ -145,7 +145,7 @@ class Archive:
             .where(MoveRecord.game_id == game_id)
             .order_by(MoveRecord.ply)
         )
-        return [MoveRow(*row) for row in (await self.s.execute(stmt)).tuples()]
+        return [MoveRow(*row) for row in (await self.s.execute(stmt)).all()]
 
     async def count_active(self, game_type: str) -> int:
         stmt = select(func.count()).select_from(Game).where(Game.game_type == game_type, Game.status == "active")
@@ -175,7 +175,7 @@ class Archive:
             .order_by(FinishedGame.finished_at.desc(), FinishedGame.id.desc())
             .limit(limit)
         )
-        return [FinishedRow(t, n, tuple(p), r, k, w) for t, n, p, r, k, w in (await self.s.execute(stmt)).tuples()]
+        return [FinishedRow(t, n, tuple(p), r, k, w) for t, n, p, r, k, w in (await self.s.execute(stmt)).all()]
 
     async def user(self, userid: str) -> tuple[int, str, datetime] | None:
         """(id, userid, created_at) of a user, or None."""
@@ -202,7 +202,7 @@ class Archive:
             .join(Rating, Rating.user_id == User.id)
             .where(User.userid.in_(list(userids)), Rating.game_type == game_type)
         )
-        return {u: r for u, r in (await self.s.execute(stmt)).tuples()}
+        return {u: r for u, r in (await self.s.execute(stmt)).all()}
 
     async def standings(self, game_type: str) -> list[StandingRow]:
         stmt = (
@@ -211,7 +211,7 @@ class Archive:
             .where(Rating.game_type == game_type)
             .order_by(Rating.rating.desc(), User.userid)
         )
-        return [StandingRow(*row) for row in (await self.s.execute(stmt)).tuples()]
+        return [StandingRow(*row) for row in (await self.s.execute(stmt)).all()]
 
     async def finished_after(self, history_id: int, limit: int = 50_000) -> list[RatedResult]:
         """Finished games with a history id above ``history_id``, in id order: what the
@@ -233,5 +233,5 @@ class Archive:
         )
         return [
             RatedResult(hid, gt, tuple(players), winner, rated, when, number)
-            for hid, gt, players, winner, rated, when, number in (await self.s.execute(stmt)).tuples()
+            for hid, gt, players, winner, rated, when, number in (await self.s.execute(stmt)).all()
         ]

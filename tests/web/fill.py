@@ -44,7 +44,10 @@ def random_game(
     while pos.outcome() is None and (max_plies is None or len(plies) < max_plies):
         moves = pos.legal_moves()
         captures = [m for m in moves if pos.board[m.to]]
-        move = rnd.choice(captures) if captures and rnd.random() < 0.7 else rnd.choice(moves)
+        if max_plies is not None:  # a game that must stay open: no capture, no step into the goal
+            quiet = [m for m in moves if not pos.board[m.to] and pos.play(m).outcome() is None]
+            moves = quiet or moves
+        move = rnd.choice(captures) if captures and max_plies is None and rnd.random() < 0.7 else rnd.choice(moves)
         plies.append((pos.to_move, format_move(pos, move)))
         pos = pos.play(move)
         tpns.append(format_tpn(pos))
