@@ -179,11 +179,12 @@ class State(NamedTuple):
 
     def apply(self, move: Move | str) -> State:
         """The state after ``move`` (a :class:`Move` or its text).  Raises :class:`IllegalMove`
-        (or :class:`.moves.MoveSyntaxError` for unreadable text) and leaves this state as it was."""
+        (or :class:`.moves.MoveSyntaxError` for unreadable text) and leaves this state as it was.
+        A "stuck" game (no legal move) still answers each move with the reason it is illegal,
+        and accepts ``resign``."""
         if isinstance(move, str):
             move = parse_move(move)
-        outcome = "playing" if move.kind == "resign" and not self.lost and self.score < DECK_SIZE else self.outcome()
-        if self.resigned or outcome != "playing":
+        if self.resigned or self.lost or self.score == DECK_SIZE:
             raise IllegalMove(f"The game is over ({_OVER[self.outcome()]}); start a new game to play on.")
         if move.kind == "resign":
             return self._replace(resigned=True)
@@ -304,13 +305,13 @@ class State(NamedTuple):
 
     def _foundation_need(self, f: tuple[int, ...]) -> str:
         if not f:
-            return f"an empty foundation takes only a base card (a {RANK_NAMES[self.base_rank]})"
+            return f"an empty foundation takes only a base card ({_a(RANK_NAMES[self.base_rank])})"
         if len(f) == FOUNDATION_SIZE:
             return "it is complete"
         top = f[-1]
         next_rank = RANK_NAMES[rank_above(rank_of(top))]
         if self.variant.by_suit:
-            return f"it is built up by suit, so it takes a {next_rank} of the suit of its {card_text(top)}"
+            return f"it is built up by suit, so it takes {_a(next_rank)} of the suit of its {card_text(top)}"
         return f"it is built up by alternating colour, so it takes a {'black' if is_red(top) else 'red'} {next_rank} on its {card_text(top)}"
 
     def _pile(self, pile: Pile) -> tuple[int, ...]:
@@ -379,6 +380,11 @@ _OVER = {
 _R, _W = Pile("r"), Pile("w")
 _F = tuple(Pile("f", i) for i in range(1, FOUNDATIONS + 1))
 _T = tuple(Pile("t", i) for i in range(1, 10))
+
+
+def _a(word: str) -> str:
+    """``a seven``, ``an eight``, ``an ace``."""
+    return ("an " if word[0] in "aeiou" else "a ") + word
 
 
 def _with(piles: tuple[tuple[int, ...], ...], index: int, pile: tuple[int, ...]) -> tuple[tuple[int, ...], ...]:

@@ -1,0 +1,1 @@
+"""Tests of the game types in pbmserv_terrace.games."""

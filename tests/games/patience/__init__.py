@@ -1,0 +1,1 @@
+"""Tests of Terrace patience (pbmserv_terrace.games.patience)."""
