@@ -27,7 +27,7 @@ from pathlib import Path
 from sqlalchemy import update
 
 from pbmserv_terrace.config import load_config
-from pbmserv_terrace.mail.message import InboundMail
+from pbmserv_terrace.inbound import InboundMail
 from pbmserv_terrace.rules import format_move, start_position
 from pbmserv_terrace.service import Service
 from pbmserv_terrace.service.passwords import hash_password, verify_password

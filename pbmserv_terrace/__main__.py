@@ -1,5 +1,5 @@
 """``python -m pbmserv_terrace`` is the same as the ``pbmserv-terrace`` command."""
 
-from .cli import main
+from .cli.main import main
 
 raise SystemExit(main())

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from pbmserv_terrace.pipe import save_failed
+from pbmserv_terrace.app.pipe import save_failed
 
 
 def run(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:

@@ -1,4 +1,4 @@
-"""Running mails side by side without changing what they mean (pbmserv_terrace.ordering)
+"""Running mails side by side without changing what they mean (pbmserv_terrace.app.ordering)
 and which mails may run side by side (Service.conflict_keys)."""
 
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 import asyncio
 import random
 
-from pbmserv_terrace.mail.message import InboundMail
-from pbmserv_terrace.ordering import KeyedRunner
+from pbmserv_terrace.app.ordering import KeyedRunner
+from pbmserv_terrace.inbound import InboundMail
 from pbmserv_terrace.service import Service
 
 

@@ -17,16 +17,13 @@ import logging
 import re
 import ssl
 import time
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable
+from typing import Any, Protocol
 
 import aioimaplib
 
-if TYPE_CHECKING:
-    from collections.abc import Awaitable
-
-    from ..config import Config
-    from ..server import Server
-    from ..service import HandleResult
+from ..config import Config
+from ..store import Database
 
 log = logging.getLogger("pbmserv.imap")
 
@@ -93,8 +90,31 @@ async def ensure_folder(client: aioimaplib.IMAP4, name: str) -> None:
         raise ImapError(f"cannot create folder {name}: {resp.lines[-1:]}")
 
 
+class Outcome(Protocol):
+    """What the sink says of a mail: ``deferred`` leaves it in the inbox,
+    ``failed`` files it in the failed folder, anything else in processed."""
+
+    @property
+    def status(self) -> str: ...
+
+
+class MailSink(Protocol):
+    """Where the IMAP loop hands the mails it fetched (the running server)."""
+
+    stopping: asyncio.Event
+    db: Database
+
+    def set_inbound_connected(self, up: bool) -> None: ...
+
+    async def prepare(self, raws: list[bytes]) -> Any: ...
+
+    def submit(self, raws: list[bytes], prepared: Any) -> list[asyncio.Task[Any]]: ...
+
+
 class ImapInbound:
-    def __init__(self, config: Config, server: Server) -> None:
+    """Reads the inbox and hands each mail to ``server`` (a :class:`MailSink`)."""
+
+    def __init__(self, config: Config, server: MailSink) -> None:
         self.config = config
         self.server = server
         self.uidvalidity: int | None = None
@@ -116,7 +136,7 @@ class ImapInbound:
             except Exception:
                 log.exception("IMAP loop error; reconnecting in %.0f s", delay)
             finally:
-                self.server.metrics.inbound_connected = False
+                self.server.set_inbound_connected(False)
                 if client is not None:
                     with contextlib.suppress(Exception):
                         await asyncio.wait_for(client.logout(), 5)
@@ -140,7 +160,7 @@ class ImapInbound:
                         "UIDVALIDITY of %s changed (%s -> %s): rescanning the whole inbox", cfg.inbox, self.uidvalidity, value
                     )
                 self.uidvalidity = value
-        self.server.metrics.inbound_connected = True
+        self.server.set_inbound_connected(True)
         log.info("IMAP: %s selected (UIDVALIDITY %s)", cfg.inbox, self.uidvalidity)
         idle = client.has_capability("IDLE") and not cfg.fast_poll
         if cfg.fast_poll:
@@ -250,7 +270,7 @@ class ImapInbound:
         mail once its transaction has committed.  Mail that arrives meanwhile is
         seen by the next UID SEARCH, every FILE_EVERY seconds at the latest."""
         cfg = self.config.imap
-        taken: dict[int, asyncio.Task[HandleResult]] = {}
+        taken: dict[int, asyncio.Task[Any]] = {}
         try:
             while True:
                 new: list[int] = []
@@ -285,7 +305,7 @@ class ImapInbound:
                     await self._file_done(client, taken, cfg.processed_folder, cfg.failed_folder)
 
     async def _file_done(
-        self, client: aioimaplib.IMAP4, taken: dict[int, asyncio.Task[HandleResult]], processed: str, failed: str
+        self, client: aioimaplib.IMAP4, taken: dict[int, asyncio.Task[Any]], processed: str, failed: str
     ) -> None:
         done: dict[str, list[int]] = {processed: [], failed: []}
         for uid, task in list(taken.items()):

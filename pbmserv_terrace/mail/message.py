@@ -13,30 +13,17 @@ import email.policy
 import hashlib
 import html
 import re
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from email.header import Header
 from email.message import Message
 from email.parser import BytesParser
-from email.utils import format_datetime, formataddr, getaddresses, make_msgid, parseaddr
+from email.utils import format_datetime, formataddr, parseaddr
+
+from ..inbound import InboundMail, is_valid_address
 
 MAX_BODY_CHARS = 200_000
 """Longer bodies are cut: no command needs more, and replies quote the original."""
 MAX_SUBJECT_CHARS = 2_000
-
-
-@dataclass
-class InboundMail:
-    sender: str
-    """bare address of From (lower-cased domain), '' when missing"""
-    subject: str
-    body: str
-    message_id: str
-    headers: dict[str, str] = field(default_factory=dict)
-    """the headers that decide about auto-replies (lower-case names)"""
-    is_report: bool = False
-    """multipart/report (delivery or disposition notification)"""
-    raw_size: int = 0
 
 
 _TAG = re.compile(r"<[^>]*>")
@@ -175,44 +162,6 @@ def _decode_header(value: str) -> str:
         return value
 
 
-def never_answer(mail: InboundMail, server_address: str) -> str | None:
-    """Why ``mail`` must get no reply and change nothing (COMMANDS.md §1), or None."""
-    auto = mail.headers.get("auto-submitted", "").lower()
-    if auto and auto != "no":
-        return f"Auto-Submitted: {auto}"
-    precedence = mail.headers.get("precedence", "").lower()
-    if precedence in ("bulk", "junk", "list", "auto_reply"):
-        return f"Precedence: {precedence}"
-    if "list-id" in mail.headers:
-        return "mailing-list mail (List-Id)"
-    if "x-autoreply" in mail.headers:
-        return "X-Autoreply"
-    if mail.headers.get("return-path", "").strip() == "<>" and not mail.sender:
-        return "bounce (null return path)"
-    if mail.is_report:
-        return "delivery or disposition report"
-    if not mail.sender or "@" not in mail.sender:
-        return "no sender address"
-    local = mail.sender.split("@", 1)[0].lower()
-    if local in ("mailer-daemon", "postmaster", "mailer_daemon", "noreply", "no-reply"):
-        return f"system sender {mail.sender}"
-    if mail.sender.lower() == server_address.lower():
-        return "mail from the server's own address"
-    return None
-
-
-_ADDRESS = re.compile(r"^[A-Za-z0-9.!#$%&'*+/=?^_`{|}~-]+@[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?$")
-
-
-def is_valid_address(address: str) -> bool:
-    """A plain addr-spec with no spaces, CR/LF, quotes or angle brackets."""
-    return len(address) <= 254 and bool(_ADDRESS.match(address))
-
-
-def new_message_id(domain: str) -> str:
-    return make_msgid(domain=domain.split("@")[-1] or "pbmserv.invalid")
-
-
 _QP_UTF8 = email.charset.Charset("utf-8")
 _QP_UTF8.body_encoding = email.charset.QP
 _MAX_LINE = 998  # RFC 5322: longer lines need an encoding
@@ -262,7 +211,3 @@ def build_message(
         # quoted-printable keeps non-ASCII replies readable in any mail client's source view
         msg.set_payload(body, _QP_UTF8)
     return msg
-
-
-def addresses_in(text: str) -> list[str]:
-    return [addr for _, addr in getaddresses([text]) if addr]

@@ -2,7 +2,7 @@
 
 from .board import render_board
 from .geometry import Geometry, geometry
-from .notation import MOVE_FORMS, NotationError, format_move, format_tpn, parse_move, parse_tpn, why_illegal
+from .notation import MOVE_FORMS, NotationError, format_move, format_tpn, looks_like_move, parse_move, parse_tpn, why_illegal
 from .position import Move, Outcome, Position, goal_square
 from .setups import GAME_TYPES, PLAYERS, VARIANTS, setup_tpn, start_position, variant_for_players
 
@@ -20,6 +20,7 @@ __all__ = [
     "format_tpn",
     "geometry",
     "goal_square",
+    "looks_like_move",
     "parse_move",
     "parse_tpn",
     "render_board",

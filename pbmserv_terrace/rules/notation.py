@@ -104,7 +104,13 @@ _MOVE = re.compile(
     rf"^(?:([tabcd]){_DASH})?([a-z]\d+){_DASH}([a-z]\d+)(?:\s*:\s*([tabcd]))?$",
     re.IGNORECASE,
 )
-"""Also used by the service to check a queued move's shape before storing it."""
+
+
+def looks_like_move(text: str) -> bool:
+    """True when ``text`` has the shape of a move in one of §7's forms, without a
+    board to check it on (a queued move is stored before its turn comes)."""
+    return bool(_MOVE.match(text.strip()))
+
 
 MOVE_FORMS = "rc1-rc2, s-rc1-rc2, rc1-rc2:d or s-rc1-rc2:d (e.g. d2-e3, D-d2-e3, C-b4-c3:C)"
 

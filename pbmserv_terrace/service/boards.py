@@ -1,26 +1,27 @@
-"""Game helpers shared by the handlers: loading boards, replaying, playing a ply
-(with pending resignations and queued moves), ending games, and the mail views."""
+"""Boards as the handlers see them: loading a board and its seats, replaying its
+moves, and what a board mail shows (the view, the subject, who receives it).
+Playing and ending games is :mod:`.plies`."""
 
 from __future__ import annotations
 
 import re
-from datetime import timedelta
 
 from ..commands import Command
+from ..gametypes import board_size, game_title
 from ..render import CommentView, GameView, PlayerView, move_table, render
-from ..rules import NotationError, Position, format_move, format_tpn, parse_move, parse_tpn, render_board
+from ..rules import Position, parse_move, parse_tpn, render_board
 from ..rules.pieces import piece_text
-from ..store import FinishedGame, Game, MoveRecord, Seat, User
-from .core import CommandError, Ctx, game_title
-from .ratings import apply_ratings
+from ..store import Game, MoveRecord, Seat, User
+from .context import CommandError, Ctx
 
 RESIGN, FORFEIT = "Resign", "Forfeit"
 ROUTINE_ROUNDS = 5
 _BOARD_REF = re.compile(r"^(\d{1,9})(?:#(\d{1,6}))?$")
 
 
-def board_size(game_type: str) -> int:
-    return 6 if game_type == "terrace6x6" else 8
+def board_error(game: Game, reason: str, usage: str = "") -> CommandError:
+    """An error about ``game``: its reply is titled ``<Title> Board N Error``."""
+    return CommandError(reason, usage, board=game.board_number, game_type=game.game_type)
 
 
 def parse_board_ref(word: str, cmd: Command) -> tuple[int, int | None]:
@@ -82,147 +83,6 @@ def replay(game: Game, moves: list[MoveRecord], upto: int | None = None) -> Posi
             break
         pos = pos.without_army(record.seat) if record.move in (RESIGN, FORFEIT) else pos.play(parse_move(pos, record.move))
     return pos
-
-
-async def record_ply(ctx: Ctx, game: Game, seat: Seat, text: str, *, auto: bool = False) -> None:
-    game.ply += 1
-    ctx.uow.moves.add(MoveRecord(game_id=game.id, ply=game.ply, seat=seat.seat, move=text, auto=auto, played_at=ctx.now))
-    elapsed = (ctx.now - game.last_move_at).total_seconds()
-    seat.clock_seconds += max(0.0, elapsed)
-    game.last_move_at = ctx.now
-    for s in game.seats:
-        s.nagged_at = None
-
-
-def schedule(ctx: Ctx, game: Game) -> None:
-    """Set the next time the scheduler must look at this game (nag or forfeit)."""
-    if game.status != "active":
-        game.deadline_at = None
-        return
-    nag = float(game.options.get("nagtime", ctx.config.timers.nagtime))
-    forfeit = float(game.options.get("forfeittime", ctx.config.timers.forfeittime))
-    nagged = any(s.nagged_at for s in game.seats)
-    due = game.last_move_at + timedelta(days=forfeit if nagged else nag)
-    total = game.options.get("totaltime")
-    if total:
-        pos = position(game)
-        seat = seat_by_army(game, pos.to_move)
-        left = float(total) * 86400 - seat.clock_seconds
-        due = min(due, game.last_move_at + timedelta(seconds=max(0.0, left)))
-    game.deadline_at = due
-
-
-def clear_votes(game: Game) -> list[str]:
-    notes = []
-    if game.draw_votes:
-        notes.append("The pending draw offer is cancelled by the move.")
-    if game.undo_votes:
-        notes.append("The pending undo request is cancelled by the move.")
-    game.draw_votes, game.undo_votes = [], []
-    return notes
-
-
-async def play_move(
-    ctx: Ctx, game: Game, seat: Seat, pos: Position, move_text: str, *, auto: bool = False
-) -> tuple[Position, str]:
-    """Play ``move_text`` for ``seat`` (whose turn it is).  Raises CommandError when
-    it is not legal; returns the new position and the canonical move."""
-    try:
-        move = parse_move(pos, move_text)
-    except NotationError as exc:
-        raise CommandError(str(exc), board=game.board_number, game_type=game.game_type) from None
-    canonical = format_move(pos, move)
-    after = pos.play(move)
-    await record_ply(ctx, game, seat, canonical, auto=auto)
-    game.position = format_tpn(after)
-    return after, canonical
-
-
-async def resign_seat(ctx: Ctx, game: Game, seat: Seat, pos: Position, how: str = RESIGN) -> tuple[Position, list[str]]:
-    """A seat resigns (or forfeits) on its turn after the first round (COMMANDS.md §4)."""
-    notes = [f"{seat.user.userid} {'resigns' if how == RESIGN else 'forfeits'}."]
-    seat.active = False
-    seat.resign_pending = False
-    seat.queued_moves = []
-    await record_ply(ctx, game, seat, how)
-    others = [s for s in game.seats if s.active]
-    if len(pos.armies()) == 2:
-        winner = others[0] if others else None
-        why = f"{seat.user.userid} {'resigned' if how == RESIGN else 'forfeited'}"
-        await finish(ctx, game, winner.seat if winner else None, f"{winner.user.userid} wins ({why})" if winner else why)
-        return pos.without_army(seat.seat), notes
-    after = pos.without_army(seat.seat)
-    game.position = format_tpn(after)
-    return after, notes
-
-
-async def after_ply(ctx: Ctx, game: Game, pos: Position) -> list[str]:
-    """End-of-game checks, then pending resignations and queued moves of whoever
-    is to move next.  Returns notes for the status block."""
-    notes: list[str] = []
-    while game.status == "active":
-        # seats whose army left the board (a captured T) are out of the game
-        for s in game.seats:
-            if s.active and s.seat not in pos.armies():
-                s.active = False
-                s.queued_moves = []
-                notes.append(f"{s.user.userid}'s T was captured: army {s.seat} leaves the board.")
-        outcome = pos.outcome()
-        if outcome is not None:
-            if outcome.winner is None:
-                await finish(ctx, game, None, f"draw: {seat_by_army(game, pos.to_move).user.userid} has no legal move")
-            else:
-                winner = seat_by_army(game, outcome.winner)
-                why = "reached the goal with the T" if "goal" in outcome.reason else "is the last army on the board"
-                if "goal" not in outcome.reason and len(game.seats) == 2:
-                    why = "captured the T"
-                await finish(ctx, game, winner.seat, f"{winner.user.userid} wins ({why})")
-            break
-        seat = seat_by_army(game, pos.to_move)
-        if seat.resign_pending:
-            pos, more = await resign_seat(ctx, game, seat, pos)
-            notes += more
-            continue
-        if seat.queued_moves:
-            text = seat.queued_moves[0]
-            try:
-                pos, canonical = await play_move(ctx, game, seat, pos, text, auto=True)
-            except CommandError as exc:
-                seat.queued_moves = []
-                notes.append(
-                    f"{seat.user.userid}'s queued move was dropped: {exc.reason}. It is still {seat.user.userid}'s turn."
-                )
-                break
-            seat.queued_moves = seat.queued_moves[1:]
-            notes.append(f"{seat.user.userid} plays the queued move {canonical} (Auto).")
-            continue
-        break
-    schedule(ctx, game)
-    return notes
-
-
-async def finish(ctx: Ctx, game: Game, winner_seat: int | None, result: str) -> None:
-    game.status = "won" if winner_seat is not None else "draw"
-    game.winner_seat = winner_seat
-    game.result = result
-    game.finished_at = ctx.now
-    game.deadline_at = None
-    game.draw_votes, game.undo_votes = [], []
-    for s in game.seats:
-        s.queued_moves, s.submitted_move, s.resign_pending = [], None, False
-    if game.rated:
-        ctx.rating_lines = await apply_ratings(ctx.uow, game)
-    ctx.uow.history.add(
-        FinishedGame(
-            game_id=game.id,
-            game_type=game.game_type,
-            board_number=game.board_number,
-            players=[s.user.userid for s in game.seats],
-            result=result,
-            plies=game.ply,
-            finished_at=ctx.now,
-        )
-    )
 
 
 # ---------------------------------------------------------------------- views

@@ -1,6 +1,10 @@
-"""Password hashing (scrypt) and a bounded cache of recent successful checks.
+"""Password hashing (argon2id) and a bounded cache of recent successful checks.
 
-Every move mail carries the password, and scrypt is deliberately slow (tens of
+New hashes are argon2id with OWASP's minimum parameters (19 MiB, 2 passes, one
+lane).  Hashes made before (``scrypt$…``) still verify; :func:`needs_rehash` says
+which stored hashes the service replaces after the user's next successful check.
+
+Every move mail carries the password, and the hash is deliberately slow (tens of
 milliseconds), so a verified password is remembered for a while.  The cache key is
 an HMAC of (userid, stored hash, password) under a per-process server secret: the
 password itself is never kept, and a changed password (new stored hash) misses.
@@ -17,17 +21,45 @@ import time
 from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 
+from argon2 import PasswordHasher, Type
+from argon2.exceptions import InvalidHashError, VerificationError, VerifyMismatchError
+
+ARGON2_MEMORY_KIB, ARGON2_TIME, ARGON2_LANES = 19 * 1024, 2, 1
+"""OWASP's minimum for argon2id: m = 19 MiB, t = 2, p = 1"""
 SCRYPT_N, SCRYPT_R, SCRYPT_P = 2**14, 8, 1
+"""the parameters of hashes made before argon2id (still verified)"""
+_ARGON2 = PasswordHasher(time_cost=ARGON2_TIME, memory_cost=ARGON2_MEMORY_KIB, parallelism=ARGON2_LANES, type=Type.ID)
 
 
-def hash_password(password: str, *, n: int = SCRYPT_N, r: int = SCRYPT_R, p: int = SCRYPT_P) -> str:
+def hash_password(password: str) -> str:
+    """An argon2id hash (PHC string ``$argon2id$v=19$m=…,t=…,p=…$salt$hash``)."""
+    return _ARGON2.hash(password)
+
+
+def scrypt_hash(password: str, *, n: int = SCRYPT_N, r: int = SCRYPT_R, p: int = SCRYPT_P) -> str:
+    """A hash in the old ``scrypt$`` format (for tests of the upgrade path)."""
     salt = os.urandom(16)
     digest = hashlib.scrypt(password.encode(), salt=salt, n=n, r=r, p=p, maxmem=64 * 1024 * 1024, dklen=32)
     return f"scrypt${n}${r}${p}${salt.hex()}${digest.hex()}"
 
 
+def needs_rehash(stored: str) -> bool:
+    """True for a usable hash that is not argon2id with today's parameters."""
+    if stored.startswith("$argon2"):
+        try:
+            return _ARGON2.check_needs_rehash(stored)
+        except InvalidHashError:
+            return False
+    return stored.startswith("scrypt$")
+
+
 def verify_password(password: str, stored: str) -> bool:
-    """Constant-time check of ``password`` against a stored ``scrypt$…`` hash."""
+    """Constant-time check of ``password`` against a stored argon2id or ``scrypt$`` hash."""
+    if stored.startswith("$argon2"):
+        try:
+            return _ARGON2.verify(stored, password)
+        except (VerifyMismatchError, VerificationError, InvalidHashError):
+            return False
     try:
         scheme, n, r, p, salt, digest = stored.split("$")
         if scheme != "scrypt":
@@ -44,8 +76,8 @@ _SCRYPT_THREADS: ThreadPoolExecutor | None = None
 
 
 def _scrypt_pool() -> ThreadPoolExecutor:
-    """The threads scrypt runs in (hashlib releases the GIL while it works): one
-    core fewer than the machine has, so the event loop always keeps one."""
+    """The threads password hashes run in (argon2 and hashlib release the GIL while
+    they work)."""
     global _SCRYPT_THREADS
     if _SCRYPT_THREADS is None:
         _SCRYPT_THREADS = ThreadPoolExecutor(max(1, (os.cpu_count() or 2)), thread_name_prefix="scrypt")
@@ -126,3 +158,8 @@ class PasswordCache:
         if self._hit(token):
             return True
         return await asyncio.shield(self._start(token, stored, password))
+
+    @staticmethod
+    async def hash_async(password: str) -> str:
+        """:func:`hash_password` in a thread (the event loop keeps going)."""
+        return await asyncio.get_running_loop().run_in_executor(_scrypt_pool(), hash_password, password)

@@ -5,42 +5,53 @@ preferences, vacation."""
 from __future__ import annotations
 
 from ..commands import Command
-from ..render import CommentView, render
-from ..rules import NotationError, format_move, format_tpn, parse_move, start_position, variant_for_players
+from ..gametypes import board_size, game_title
+from ..render import CommentView
+from ..rules import (
+    MOVE_FORMS,
+    NotationError,
+    format_move,
+    format_tpn,
+    looks_like_move,
+    parse_move,
+    start_position,
+    variant_for_players,
+)
 from ..store import Game, Seat, Subscription, User
-from .accounts import check_userid, need, notice
+from .args import check_userid, need, notice
 from .boards import (
     FORFEIT,
     RESIGN,
-    after_ply,
-    board_size,
-    clear_votes,
+    board_error,
     game_view,
     load_game,
     mail_game,
-    play_move,
     position,
     replay,
     require_active,
     require_player,
-    resign_seat,
-    schedule,
     seat_by_army,
     take_comment,
 )
-from .core import CommandError, Ctx, game_title, handler, usage_of
+from .context import CommandError, Ctx
+from .plies import (
+    TWO_PLAYER_VARIANTS,
+    after_ply,
+    clear_votes,
+    finish,
+    first_round_removal,
+    play_move,
+    resign_seat,
+    schedule,
+)
+from .spec import command
 
-TWO_PLAYER_VARIANTS = ("long", "medium", "short", "master")
 TIMER_OPTIONS = ("nagtime", "forfeittime", "totaltime")
 MAX_QUEUE = 10
 
 
-def _err(game: Game, reason: str, usage: str = "") -> CommandError:
-    return CommandError(reason, usage, board=game.board_number, game_type=game.game_type)
-
-
 # ------------------------------------------------------------------ challenge
-@handler(
+@command(
     "challenge",
     game=True,
     usage="challenge USERID1 USERID2 [USERID3 [USERID4]] [-long|-medium|-short|-master] [--nagtime=DAYS] [--forfeittime=DAYS] [--totaltime=DAYS]",
@@ -55,37 +66,34 @@ async def challenge(ctx: Ctx, cmd: Command) -> None:
     if unknown or len(params) > 1:
         raise CommandError(
             f"unknown or repeated setup '-{(unknown or params)[0]}'; the setups are -long, -medium, -short, -master",
-            usage_of(cmd),
         )
     options: dict[str, float] = {}
     for key, value in cmd.options.items():
         if key not in TIMER_OPTIONS:
-            raise CommandError(
-                f"unknown option --{key[:30]}; the options are --nagtime, --forfeittime, --totaltime", usage_of(cmd)
-            )
+            raise CommandError(f"unknown option --{key[:30]}; the options are --nagtime, --forfeittime, --totaltime")
         try:
             days = float(value)
         except ValueError:
-            raise CommandError(f"--{key} needs a number of days, e.g. --{key}=5", usage_of(cmd)) from None
+            raise CommandError(f"--{key} needs a number of days, e.g. --{key}=5") from None
         if not 0 < days <= 365:
-            raise CommandError(f"--{key} must be between 0 and 365 days", usage_of(cmd))
+            raise CommandError(f"--{key} must be between 0 and 365 days")
         options[key] = days
     nag = options.get("nagtime", ctx.config.timers.nagtime)
     if options.get("forfeittime", max(ctx.config.timers.forfeittime, nag)) < nag:
-        raise CommandError("--forfeittime must not be shorter than --nagtime", usage_of(cmd))
+        raise CommandError("--forfeittime must not be shorter than --nagtime")
     try:
         variant = variant_for_players(len(words), params[0] if params else None)
     except ValueError as exc:
-        raise CommandError(str(exc), usage_of(cmd)) from None
+        raise CommandError(str(exc)) from None
     ids = [check_userid(w) for w in words]
     if len(set(ids)) != len(ids):
-        raise CommandError("each player may sit at a board only once", usage_of(cmd))
+        raise CommandError("each player may sit at a board only once")
     found = await ctx.uow.users.get_many(ids)
     problems = []
     users: list[User] = []
     for uid in ids:
         user = found.get(uid)
-        if user is None or user.password_hash.startswith("!"):
+        if user is None or user.is_deleted:
             problems.append(f"{uid}: no such user")
             continue
         users.append(user)
@@ -98,7 +106,7 @@ async def challenge(ctx: Ctx, cmd: Command) -> None:
             if active >= user.challenge_limit:
                 problems.append(f"{uid}: has reached the limit of {user.challenge_limit} active games")
     if problems:
-        raise CommandError("the challenge cannot be made: " + "; ".join(problems), usage_of(cmd))
+        raise CommandError("the challenge cannot be made: " + "; ".join(problems))
     n = board_size(game_type)
     start = format_tpn(start_position(variant, n))
     number = await ctx.uow.games.next_board_number(game_type)
@@ -125,7 +133,7 @@ async def challenge(ctx: Ctx, cmd: Command) -> None:
     for watcher in await ctx.uow.watchers.subscribers_of_all(game_type):
         ctx.uow.watchers.add(Subscription(game_type=game_type, game_id=game.id, user_id=watcher.id))
     schedule(ctx, game)
-    comment = CommentView(ctx.mail.sender, cmd.comment.strip()[:20_000]) if cmd.comment.strip() else None
+    comment = CommentView(ctx.sender, cmd.comment.strip()[:20_000]) if cmd.comment.strip() else None
     await ctx.uow.flush()
     await mail_game(ctx, game, template="new_game.txt", comment=comment, new=True)
 
@@ -148,13 +156,13 @@ def _numbered(game: Game, text: str) -> str:
     """MOVE[#k] → MOVE, refusing it when k is not the next ply (COMMANDS.md §3)."""
     move_text, _, want = text.partition("#")
     if want and (not want.isdigit() or int(want) != game.ply + 1):
-        raise _err(
+        raise board_error(
             game, f"Move {move_text} received as move #{want[:8]}, but board {game.board_number} is at move #{game.ply + 1}"
         )
     return move_text
 
 
-@handler("move", game=True, usage=MOVE_USAGE, auth=1)
+@command("move", game=True, usage=MOVE_USAGE, auth=1)
 async def move(ctx: Ctx, cmd: Command) -> None:
     words = need(cmd, 4, 4)
     game, user, seat = await _player(ctx, cmd, words)
@@ -168,10 +176,10 @@ async def move(ctx: Ctx, cmd: Command) -> None:
 async def _play(ctx: Ctx, cmd: Command, game: Game, user: User, seat: Seat, text: str) -> None:
     pos = position(game)
     if not seat.active:
-        raise _err(game, f"{user.userid} is out of the game on board {game.board_number}")
+        raise board_error(game, f"{user.userid} is out of the game on board {game.board_number}")
     if pos.to_move != seat.seat:
         mover = seat_by_army(game, pos.to_move)
-        raise _err(game, f"it is not your turn on board {game.board_number}: it is {mover.user.userid}'s turn "
+        raise board_error(game, f"it is not your turn on board {game.board_number}: it is {mover.user.userid}'s turn "
                    f"(with 'queue' you can play ahead)")  # fmt: skip
     move_text = _numbered(game, text)
     notes = clear_votes(game)
@@ -184,9 +192,9 @@ async def _play(ctx: Ctx, cmd: Command, game: Game, user: User, seat: Seat, text
 
 async def _propose(ctx: Ctx, cmd: Command, game: Game, user: User, seat: Seat) -> None:
     if game.undo_votes:
-        raise _err(game, "an undo request is pending; accept or reject it first")
+        raise board_error(game, "an undo request is pending; accept or reject it first")
     if game.draw_votes:
-        raise _err(game, "a draw has already been proposed; send accept or reject")
+        raise board_error(game, "a draw has already been proposed; send accept or reject")
     game.draw_votes = [seat.seat]
     comment = take_comment(ctx, game, cmd, user.userid)
     await mail_game(ctx, game, headline=f"{user.userid} proposes a draw", comment=comment)
@@ -194,22 +202,20 @@ async def _propose(ctx: Ctx, cmd: Command, game: Game, user: User, seat: Seat) -
 
 async def _accept(ctx: Ctx, cmd: Command, game: Game, user: User, seat: Seat) -> None:
     if not game.draw_votes and not game.undo_votes:
-        raise _err(game, "there is no draw offer or undo request to accept")
+        raise board_error(game, "there is no draw offer or undo request to accept")
     await _vote(ctx, cmd, game, user, seat, "draw" if game.draw_votes else "undo")
 
 
 async def _vote(ctx: Ctx, cmd: Command, game: Game, user: User, seat: Seat, kind: str) -> None:
     votes = list(game.draw_votes if kind == "draw" else game.undo_votes)
     if seat.seat in votes:
-        raise _err(game, f"you have already agreed to the {kind}")
+        raise board_error(game, f"you have already agreed to the {kind}")
     votes.append(seat.seat)
     comment = take_comment(ctx, game, cmd, user.userid)
     active = {s.seat for s in game.seats if s.active}
     if kind == "draw":
         game.draw_votes = votes
         if active <= set(votes):
-            from .boards import finish
-
             await finish(ctx, game, None, "draw agreed")
             await mail_game(ctx, game, headline="the players agree to a draw", comment=comment)
             return
@@ -225,7 +231,7 @@ async def _vote(ctx: Ctx, cmd: Command, game: Game, user: User, seat: Seat, kind
 
 async def _reject(ctx: Ctx, cmd: Command, game: Game, user: User, seat: Seat) -> None:
     if not game.draw_votes and not game.undo_votes:
-        raise _err(game, "there is no draw offer or undo request to reject")
+        raise board_error(game, "there is no draw offer or undo request to reject")
     kind = "draw offer" if game.draw_votes else "undo request"
     game.draw_votes, game.undo_votes = [], []
     comment = take_comment(ctx, game, cmd, user.userid)
@@ -234,9 +240,9 @@ async def _reject(ctx: Ctx, cmd: Command, game: Game, user: User, seat: Seat) ->
 
 async def _undo(ctx: Ctx, cmd: Command, game: Game, user: User, seat: Seat) -> None:
     if game.draw_votes:
-        raise _err(game, "a draw offer is pending; accept or reject it first")
+        raise board_error(game, "a draw offer is pending; accept or reject it first")
     if game.ply == 0:
-        raise _err(game, "there is no move to undo")
+        raise board_error(game, "there is no move to undo")
     if game.undo_votes:
         await _vote(ctx, cmd, game, user, seat, "undo")
         return
@@ -265,7 +271,7 @@ async def _undo_last(ctx: Ctx, game: Game) -> str:
 async def _resign(ctx: Ctx, cmd: Command, game: Game, user: User, seat: Seat) -> None:
     comment = take_comment(ctx, game, cmd, user.userid)
     if game.ply < len(game.seats):
-        await _first_round_removal(ctx, game, seat, "resigned", comment)
+        await first_round_removal(ctx, game, seat, "resigned", comment)
         return
     pos = position(game)
     if pos.to_move != seat.seat:
@@ -281,76 +287,20 @@ async def _resign(ctx: Ctx, cmd: Command, game: Game, user: User, seat: Seat) ->
     await mail_game(ctx, game, headline=f"{user.userid} resigns", comment=comment, notes=notes)
 
 
-async def _first_round_removal(ctx: Ctx, game: Game, seat: Seat, how: str, comment: CommentView | None) -> None:
-    """COMMANDS.md §4: in the first round a resigning player is removed and the game
-    restarts without them (unrated); with fewer than two left the board is removed."""
-    leaving = seat.user.userid
-    remaining = [s for s in game.seats if s is not seat]
-    if len(remaining) < 2:
-        game.status = "removed"
-        game.result = f"{leaving} {how} in the first round"
-        game.finished_at = ctx.now
-        game.deadline_at = None
-        await mail_game(ctx, game, headline=f"{leaving} {how} in the first round; the board is removed", comment=comment)
-        return
-    audience = list(game.seats)
-    await ctx.uow.moves.delete_from(game.id, 1)
-    variant = variant_for_players(
-        len(remaining), game.variant if len(remaining) == 2 and game.variant in TWO_PLAYER_VARIANTS else None
-    )
-    start = format_tpn(start_position(variant, board_size(game.game_type)))
-    game.seats.remove(seat)
-    await ctx.uow.flush()
-    for i, s in enumerate(remaining):
-        s.seat = i + 1
-        s.active, s.resign_pending, s.queued_moves, s.submitted_move, s.clock_seconds = True, False, [], None, 0.0
-    game.variant, game.position, game.start_position, game.ply = variant, start, start, 0
-    game.rated = False
-    game.draw_votes, game.undo_votes = [], []
-    game.last_move_at = ctx.now
-    schedule(ctx, game)
-    await ctx.uow.flush()
-    view = await game_view(ctx, game, notes=[f"{leaving} {how} in the first round; the game restarts without them (unrated)."])
-    body = render("update.txt", game=view, headline=f"{leaving} {how}; the game restarts", comment=comment)
-    from .boards import subject_for
-
-    ctx.send([s.user for s in audience] + await ctx.subscribers(game.id), subject_for(game, comment=bool(comment)), body)
-
-
 VOTES = {"propose": _propose, "accept": _accept, "reject": _reject, "undo": _undo, "resign": _resign}
 
 
-@handler("resign", game=True, usage="resign BOARD USERID PASSWORD", auth=1)
+@command("resign", game=True, usage="resign BOARD USERID PASSWORD", auth=1)
 async def resign(ctx: Ctx, cmd: Command) -> None:
     words = need(cmd, 3, 3)
     game, user, seat = await _player(ctx, cmd, words)
     if not seat.active:
-        raise _err(game, f"{user.userid} is already out of the game")
+        raise board_error(game, f"{user.userid} is already out of the game")
     await _resign(ctx, cmd, game, user, seat)
 
 
-async def forfeit_all(ctx: Ctx, user: User) -> list[str]:
-    """Forfeit every active game of ``user`` (account deletion).  Returns the boards."""
-    ended = []
-    for game in await ctx.uow.games.for_users([user.id]):
-        if game.status != "active":
-            continue
-        game = await ctx.uow.games.get(game.game_type, game.board_number, lock=True) or game
-        seat = next(s for s in game.seats if s.user_id == user.id)
-        if not seat.active:
-            continue
-        ended.append(f"{game.game_type} {game.board_number}")
-        if game.ply < len(game.seats):
-            await _first_round_removal(ctx, game, seat, "left the server", None)
-            continue
-        pos, notes = await resign_seat(ctx, game, seat, position(game), FORFEIT)
-        notes += await after_ply(ctx, game, pos)
-        await mail_game(ctx, game, headline=f"{user.userid} forfeits (account deleted)", notes=notes)
-    return ended
-
-
 # -------------------------------------------------------------- queue, submit
-@handler("queue", game=True, usage="queue BOARD USERID PASSWORD MOVE", auth=1)
+@command("queue", game=True, usage="queue BOARD USERID PASSWORD MOVE", auth=1)
 async def queue(ctx: Ctx, cmd: Command) -> None:
     words = need(cmd, 4, 4)
     game, user, seat = await _player(ctx, cmd, words)
@@ -359,15 +309,11 @@ async def queue(ctx: Ctx, cmd: Command) -> None:
         await _play(ctx, cmd, game, user, seat, words[3])
         return
     if not seat.active:
-        raise _err(game, f"{user.userid} is out of the game on board {game.board_number}")
-    from ..rules.notation import _MOVE
-
-    if not _MOVE.match(words[3]):
-        from ..rules import MOVE_FORMS
-
-        raise _err(game, f"'{words[3][:40]}' is not a move; write it as {MOVE_FORMS}", usage_of(cmd))
+        raise board_error(game, f"{user.userid} is out of the game on board {game.board_number}")
+    if not looks_like_move(words[3]):
+        raise board_error(game, f"'{words[3][:40]}' is not a move; write it as {MOVE_FORMS}")
     if len(seat.queued_moves) >= MAX_QUEUE:
-        raise _err(game, f"at most {MAX_QUEUE} moves can be queued")
+        raise board_error(game, f"at most {MAX_QUEUE} moves can be queued")
     seat.queued_moves = [*seat.queued_moves, words[3]]
     notice(ctx, f"{game_title(game.game_type)} Board {game.board_number} queue",
            f"Queued on board {game.board_number}: {words[3]}",
@@ -375,18 +321,18 @@ async def queue(ctx: Ctx, cmd: Command) -> None:
            "A queued move is played when your turn comes; an illegal one is dropped (with the rest of the queue).")  # fmt: skip
 
 
-@handler("submit", game=True, usage="submit BOARD USERID PASSWORD MOVE[#k]", auth=1)
+@command("submit", game=True, usage="submit BOARD USERID PASSWORD MOVE[#k]", auth=1)
 async def submit(ctx: Ctx, cmd: Command) -> None:
     words = need(cmd, 4, 4)
     game, user, seat = await _player(ctx, cmd, words)
     pos = position(game)
     if pos.to_move != seat.seat:
-        raise _err(game, f"it is not your turn on board {game.board_number}")
+        raise board_error(game, f"it is not your turn on board {game.board_number}")
     move_text = _numbered(game, words[3])
     try:
         mv = parse_move(pos, move_text)
     except NotationError as exc:
-        raise _err(game, str(exc)) from None
+        raise board_error(game, str(exc)) from None
     canonical = format_move(pos, mv)
     seat.submitted_move = f"{canonical}#{game.ply + 1}"
     view = await game_view(ctx, game, pos=pos.play(mv), notes=[f"(as it would be after {canonical})"])
@@ -399,14 +345,14 @@ async def submit(ctx: Ctx, cmd: Command) -> None:
     )
 
 
-@handler("confirm", game=True, usage="confirm BOARD USERID PASSWORD", auth=1)
+@command("confirm", game=True, usage="confirm BOARD USERID PASSWORD", auth=1)
 async def confirm(ctx: Ctx, cmd: Command) -> None:
     words = need(cmd, 3, 3)
     game, user, seat = await _player(ctx, cmd, words)
     if not seat.submitted_move:
-        raise _err(game, "you have no submitted move to confirm; use submit first")
+        raise board_error(game, "you have no submitted move to confirm; use submit first")
     text, _, ply = seat.submitted_move.partition("#")
     if int(ply) != game.ply + 1:
         seat.submitted_move = None
-        raise _err(game, "the board has changed since you submitted; submit your move again")
+        raise board_error(game, "the board has changed since you submitted; submit your move again")
     await _play(ctx, cmd, game, user, seat, text)

@@ -1,15 +1,33 @@
-"""Commands that only read (COMMANDS.md §3): show, showas, games, standings,
-history, preview, help, list.  Every answer goes to the sender only."""
+"""Commands that only read (COMMANDS.md §2, §3): show, showas, games, standings,
+history, preview, help, list, all show.  Every answer goes to the sender only."""
 
 from __future__ import annotations
 
 from ..commands import Command
-from ..render import GameView
-from ..rules import NotationError, format_move, parse_move, start_position, variant_for_players
+from ..gametypes import board_size, game_title
+from ..render import GameView, PlayerView, move_table
+from ..rules import (
+    NotationError,
+    format_move,
+    parse_move,
+    render_board,
+    start_position,
+    variant_for_players,
+)
 from ..store import Game, User
-from .accounts import HELP_TOPICS, help_values, need
-from .boards import board_size, game_view, load_game, position, replay, seat_of, to_move_name
-from .core import CommandError, Ctx, game_title, handler, usage_of
+from .accounts import HELP_TOPICS, help_values
+from .args import need
+from .boards import (
+    army_letters,
+    game_view,
+    load_game,
+    position,
+    replay,
+    seat_of,
+    to_move_name,
+)
+from .context import CommandError, Ctx
+from .spec import command
 
 SELECTORS = ("active", "inactive", "next", "all")
 MAX_BOARDS = 50
@@ -76,7 +94,7 @@ async def _show(ctx: Ctx, cmd: Command, words: list[str], viewer: User | None = 
         selector = words[-1].lower()
         words = words[:-1]
     if not words:
-        raise CommandError("name a board or a user", usage_of(cmd))
+        raise CommandError("name a board or a user")
     if all(w.split("#")[0].isdigit() for w in words):
         games: list[tuple[Game, int | None]] = []
         for word in words[:MAX_BOARDS]:
@@ -86,12 +104,12 @@ async def _show(ctx: Ctx, cmd: Command, words: list[str], viewer: User | None = 
     await show_users(ctx, cmd.game_type, words, selector, viewer)
 
 
-@handler("show", game=True, usage="show BOARD[#k] ... | show USERID ... [active|inactive|next|all]")
+@command("show", game=True, usage="show BOARD[#k] ... | show USERID ... [active|inactive|next|all]")
 async def show(ctx: Ctx, cmd: Command) -> None:
     await _show(ctx, cmd, need(cmd, 1, MAX_BOARDS + 1))
 
 
-@handler(
+@command(
     "showas", game=True, usage="showas USERID PASSWORD BOARD ... | showas USERID PASSWORD [active|inactive|next|all]", auth=0
 )
 async def showas(ctx: Ctx, cmd: Command) -> None:
@@ -129,7 +147,7 @@ async def games_table(ctx: Ctx, game_type: str, userids: list[str], selector: st
     ctx.reply(f"{title} games", "games.txt", title=heading, rows=rows, players_width=width)
 
 
-@handler("games", game=True, usage="games [USERID ...] [active|inactive|next|all]")
+@command("games", game=True, usage="games [USERID ...] [active|inactive|next|all]")
 async def games(ctx: Ctx, cmd: Command) -> None:
     words = list(cmd.words)
     selector = "active"
@@ -138,19 +156,19 @@ async def games(ctx: Ctx, cmd: Command) -> None:
     await games_table(ctx, cmd.game_type or "terrace", words, selector)
 
 
-@handler("list", game=True, usage="list")
+@command("list", game=True, usage="list")
 async def list_game(ctx: Ctx, cmd: Command) -> None:
     await games_table(ctx, cmd.game_type or "terrace", [], "active")
 
 
-@handler("standings", game=True, usage="standings")
+@command("standings", game=True, usage="standings")
 async def standings(ctx: Ctx, cmd: Command) -> None:
     game_type = cmd.game_type or "terrace"
     table = await ctx.uow.ratings.table(game_type)
     established: list[dict[str, object]] = []
     provisional: list[dict[str, object]] = []
     for rating, user in table:
-        if user.password_hash.startswith("!"):
+        if user.is_deleted:
             continue
         row = {
             "userid": user.userid,
@@ -169,7 +187,7 @@ async def standings(ctx: Ctx, cmd: Command) -> None:
     ctx.reply(f"{game_title(game_type)} standings", "standings.txt", title=game_title(game_type), sections=sections)
 
 
-@handler("history", game=True, usage="history")
+@command("history", game=True, usage="history")
 async def history(ctx: Ctx, cmd: Command) -> None:
     game_type = cmd.game_type or "terrace"
     rows = [
@@ -180,13 +198,13 @@ async def history(ctx: Ctx, cmd: Command) -> None:
     ctx.reply(f"{game_title(game_type)} history", "history.txt", title=game_title(game_type), rows=rows)
 
 
-@handler("help", game=True, usage="help")
+@command("help", game=True, usage="help")
 async def game_help(ctx: Ctx, cmd: Command) -> None:
     game_type = cmd.game_type or "terrace"
     ctx.reply(f"{game_title(game_type)} help", HELP_TOPICS["terrace"], **help_values(ctx, game_type))
 
 
-@handler("preview", game=True, usage="preview BOARD[#k] MOVE ... | preview new PLAYERS [-long|-medium|-short|-master] MOVE ...")
+@command("preview", game=True, usage="preview BOARD[#k] MOVE ... | preview new PLAYERS [-long|-medium|-short|-master] MOVE ...")
 async def preview(ctx: Ctx, cmd: Command) -> None:
     words = need(cmd, 1, 200)
     game_type = cmd.game_type or "terrace"
@@ -194,12 +212,12 @@ async def preview(ctx: Ctx, cmd: Command) -> None:
     title = game_title(game_type)
     if words[0].lower() == "new":
         if len(words) < 2 or words[1] not in ("2", "3", "4"):
-            raise CommandError("'preview new' needs the number of players (2, 3 or 4)", usage_of(cmd), game_type=game_type)
+            raise CommandError("'preview new' needs the number of players (2, 3 or 4)", game_type=game_type)
         try:
             variant = variant_for_players(int(words[1]), cmd.params[0] if cmd.params else None)
             pos = start_position(variant, n)
         except ValueError as exc:
-            raise CommandError(str(exc), usage_of(cmd), game_type=game_type) from None
+            raise CommandError(str(exc), game_type=game_type) from None
         moves_text = words[2:]
         names = [f"player{i}" for i in range(1, int(words[1]) + 1)]
         game = None
@@ -217,12 +235,12 @@ async def preview(ctx: Ctx, cmd: Command) -> None:
     played: list[tuple[int, str]] = []
     for text in moves_text:
         if pos.outcome() is not None:
-            raise CommandError(f"{text[:40]}: the game is over before this move", usage_of(cmd), game_type=game_type)
+            raise CommandError(f"{text[:40]}: the game is over before this move", game_type=game_type)
         army = pos.to_move
         try:
             mv = parse_move(pos, text)
         except NotationError as exc:
-            raise CommandError(str(exc), usage_of(cmd), game_type=game_type) from None
+            raise CommandError(str(exc), game_type=game_type) from None
         canonical = format_move(pos, mv)
         played.append((army, canonical))
         pos = pos.play(mv)
@@ -232,10 +250,6 @@ async def preview(ctx: Ctx, cmd: Command) -> None:
     if outcome is not None:
         who = names[outcome.winner - 1] if outcome.winner else None
         notes.append(f"The game would be over: {who + ' wins' if who else 'draw'} ({outcome.reason}).")
-    from ..render import PlayerView, move_table
-    from ..rules import render_board
-    from .boards import army_letters
-
     rows, _, width = move_table(names, played)
     status = [f"{names[pos.to_move - 1]} would be to move."] if outcome is None else []
     view = GameView(
@@ -250,3 +264,27 @@ async def preview(ctx: Ctx, cmd: Command) -> None:
         col_width=width,
     )
     ctx.reply(f"{title} preview", "preview.txt", game=view, what=what, notes=notes)
+
+
+# ------------------------------------------------- account-level queries
+@command("list", game=False, usage="list [terrace|terrace6x6]")
+async def list_(ctx: Ctx, cmd: Command) -> None:
+    if cmd.words:
+        game_type = cmd.words[0].lower()
+        if game_type not in ("terrace", "terrace6x6"):
+            raise CommandError(f"this server runs terrace and terrace6x6, not '{game_type[:30]}'")
+        await games_table(ctx, game_type, [], "active")
+        return
+    rows = [{"game_type": t, "active": await ctx.uow.games.count_active(t)} for t in ("terrace", "terrace6x6")]
+    ctx.reply(f"{ctx.server_name} games", "list.txt", rows=rows, server_name=ctx.server_name)
+
+
+@command("all", game=False, usage="all show USERID [next|active]")
+async def all_show(ctx: Ctx, cmd: Command) -> None:
+    words = need(cmd, 2, 3)
+    if words[0].lower() != "show":
+        raise CommandError("'all' is followed by 'show'")
+    selector = words[2].lower() if len(words) == 3 else "active"
+    if selector not in ("next", "active", "inactive", "all"):
+        raise CommandError(f"'{selector[:20]}' is not a selector; use next or active")
+    await show_users(ctx, None, [words[1]], selector)

@@ -1,39 +1,34 @@
 """Timers (COMMANDS.md §4): nag after ``nagtime`` days without a move, forfeit
 after ``forfeittime`` days (or when ``totaltime`` is used up), nothing while the
-player to move is on vacation; pending draw/undo votes are nagged too.  Run by the
-scheduler inside ``serve`` once a configured interval."""
+player to move is on vacation; pending draw/undo votes are nagged too.  Run by
+:meth:`Service.run_timers`, which the scheduler inside ``serve`` calls once a
+configured interval."""
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import timedelta
 
-from ..mail.message import InboundMail
 from ..render import render
-from ..store import Game, UnitOfWork
-from .boards import FORFEIT, after_ply, game_view, mail_game, position, resign_seat, schedule, seat_by_army, subject_for
-from .core import Ctx, Service
+from ..store import Game
+from .boards import (
+    FORFEIT,
+    game_view,
+    mail_game,
+    position,
+    seat_by_army,
+    subject_for,
+)
+from .context import Ctx
+from .plies import (
+    after_ply,
+    first_round_removal,
+    resign_seat,
+    schedule,
+)
 
 
-async def run_timers(service: Service, now: datetime, *, batch: int = 100) -> int:
-    """Handle every game whose deadline has passed; returns how many were handled."""
-    handled = 0
-    while True:
-        async with UnitOfWork(service.db) as uow:
-            games = await uow.games.due(now, limit=batch)
-            if not games:
-                return handled
-            placeholder = InboundMail(sender=service.config.server.address, subject="", body="", message_id="<timer>")
-            ctx = Ctx(service, uow, placeholder, now)
-            for game in games:
-                await _one(ctx, game)
-                handled += 1
-            service._queue_replies(ctx, False, now)
-            await uow.commit()
-        if len(games) < batch:
-            return handled
-
-
-async def _one(ctx: Ctx, game: Game) -> None:
+async def handle_due(ctx: Ctx, game: Game) -> None:
+    """One game whose deadline has passed: forfeit, nag, or look again later."""
     now = ctx.now
     pos = position(game)
     seat = seat_by_army(game, pos.to_move)
@@ -47,9 +42,7 @@ async def _one(ctx: Ctx, game: Game) -> None:
     if idle >= timedelta(days=forfeit) or out_of_time:
         reason = "used up the total time" if out_of_time else f"did not move for {forfeit:g} days"
         if game.ply < len(game.seats):
-            from .play import _first_round_removal
-
-            await _first_round_removal(ctx, game, seat, f"forfeited ({reason})", None)
+            await first_round_removal(ctx, game, seat, f"forfeited ({reason})", None)
             return
         pos, notes = await resign_seat(ctx, game, seat, pos, FORFEIT)
         notes.append(f"{seat.user.userid} {reason}.")

@@ -5,16 +5,21 @@ and vacation."""
 from __future__ import annotations
 
 from ..commands import Command
+from ..gametypes import game_title
 from ..render import render
 from ..store import Notifier, Subscription
-from .accounts import need, notice
-from .boards import game_view, load_game
-from .core import CommandError, Ctx, game_title, handler, usage_of
-from .play import _err
+from .args import need, notice
+from .boards import (
+    board_error,
+    game_view,
+    load_game,
+)
+from .context import CommandError, Ctx
+from .spec import command
 
 
 # ------------------------------------------------------------------------ chat
-@handler("chat", game=True, usage="chat BOARD USERID PASSWORD  (the body is the message)", auth=1)
+@command("chat", game=True, usage="chat BOARD USERID PASSWORD  (the body is the message)", auth=1)
 async def chat(ctx: Ctx, cmd: Command) -> None:
     words = need(cmd, 3, 3)
     game, _ = await load_game(ctx, cmd, words[0], lock=False)
@@ -22,9 +27,9 @@ async def chat(ctx: Ctx, cmd: Command) -> None:
     subscribers = await ctx.subscribers(game.id)
     players = [s.user for s in game.seats]
     if user.id not in {u.id for u in players + subscribers}:
-        raise _err(game, f"{user.userid} neither plays nor watches board {game.board_number}")
+        raise board_error(game, f"{user.userid} neither plays nor watches board {game.board_number}")
     if not cmd.comment.strip():
-        raise _err(game, "the chat message is empty: write it in the body of the mail", usage_of(cmd))
+        raise board_error(game, "the chat message is empty: write it in the body of the mail")
     body = render("chat.txt", title=game_title(game.game_type), board_number=game.board_number, author=user.userid,
                   text=cmd.comment.strip()[:20_000])  # fmt: skip
     unique = {u.id: u for u in players + subscribers}
@@ -65,9 +70,9 @@ async def _subscription(ctx: Ctx, cmd: Command, on: bool) -> None:
     elif not on and row is not None:
         await ctx.uow.watchers.remove(row)
     elif on:
-        raise _err(game, f"{user.userid} already watches board {game.board_number}")
+        raise board_error(game, f"{user.userid} already watches board {game.board_number}")
     else:
-        raise _err(game, f"{user.userid} does not watch board {game.board_number}")
+        raise board_error(game, f"{user.userid} does not watch board {game.board_number}")
     await ctx.uow.flush()
     ctx.forget_subscribers(game.id)
     view = await game_view(ctx, game)
@@ -76,17 +81,17 @@ async def _subscription(ctx: Ctx, cmd: Command, on: bool) -> None:
               headline=f"{what} this board", comment=None)  # fmt: skip
 
 
-@handler("subscribe", game=True, usage="subscribe BOARD USERID PASSWORD | subscribe USERID PASSWORD all", auth=_board_first)
+@command("subscribe", game=True, usage="subscribe BOARD USERID PASSWORD | subscribe USERID PASSWORD all", auth=_board_first)
 async def subscribe(ctx: Ctx, cmd: Command) -> None:
     await _subscription(ctx, cmd, True)
 
 
-@handler("unsubscribe", game=True, usage="unsubscribe BOARD USERID PASSWORD | unsubscribe USERID PASSWORD all", auth=_board_first)
+@command("unsubscribe", game=True, usage="unsubscribe BOARD USERID PASSWORD | unsubscribe USERID PASSWORD all", auth=_board_first)
 async def unsubscribe(ctx: Ctx, cmd: Command) -> None:
     await _subscription(ctx, cmd, False)
 
 
-@handler("notify", game=True, usage="notify USERID PASSWORD [BOARD ...]", auth=0)
+@command("notify", game=True, usage="notify USERID PASSWORD [BOARD ...]", auth=0)
 async def notify(ctx: Ctx, cmd: Command) -> None:
     words = need(cmd, 2, 22)
     user = await ctx.auth(words[0], words[1])
@@ -109,7 +114,7 @@ async def notify(ctx: Ctx, cmd: Command) -> None:
 
 
 # ------------------------------------------------------- challenge preferences
-@handler("accept", game=True, usage="accept USERID PASSWORD  (accept challenges)", auth=0)
+@command("accept", game=True, usage="accept USERID PASSWORD  (accept challenges)", auth=0)
 async def accept_challenges(ctx: Ctx, cmd: Command) -> None:
     words = need(cmd, 2, 2)
     user = await ctx.auth(words[0], words[1])
@@ -117,7 +122,7 @@ async def accept_challenges(ctx: Ctx, cmd: Command) -> None:
     notice(ctx, f"{ctx.server_name}: challenges", f"{user.userid} accepts challenges again.")
 
 
-@handler("reject", game=True, usage="reject USERID PASSWORD  (refuse challenges)", auth=0)
+@command("reject", game=True, usage="reject USERID PASSWORD  (refuse challenges)", auth=0)
 async def reject_challenges(ctx: Ctx, cmd: Command) -> None:
     words = need(cmd, 2, 2)
     user = await ctx.auth(words[0], words[1])
@@ -125,7 +130,7 @@ async def reject_challenges(ctx: Ctx, cmd: Command) -> None:
     notice(ctx, f"{ctx.server_name}: challenges", f"{user.userid} no longer accepts challenges.")
 
 
-@handler("limit", game=True, usage="limit USERID PASSWORD [n|inf|0]", auth=0)
+@command("limit", game=True, usage="limit USERID PASSWORD [n|inf|0]", auth=0)
 async def limit(ctx: Ctx, cmd: Command) -> None:
     words = need(cmd, 2, 3)
     user = await ctx.auth(words[0], words[1])
@@ -136,28 +141,28 @@ async def limit(ctx: Ctx, cmd: Command) -> None:
         elif value.isdigit() and int(value) <= 10_000:
             user.challenge_limit = int(value)
         else:
-            raise CommandError(f"'{value[:20]}' is not a limit: give a number of games, inf, or 0", usage_of(cmd))
+            raise CommandError(f"'{value[:20]}' is not a limit: give a number of games, inf, or 0")
     shown = "no limit" if user.challenge_limit is None else f"{user.challenge_limit} active games"
     notice(ctx, f"{ctx.server_name}: limit", f"Challenge limit of {user.userid}: {shown}.")
 
 
-@handler("seek", game=True, usage="seek USERID PASSWORD n", auth=0)
+@command("seek", game=True, usage="seek USERID PASSWORD n", auth=0)
 async def seek(ctx: Ctx, cmd: Command) -> None:
     words = need(cmd, 3, 3)
     user = await ctx.auth(words[0], words[1])
     if not words[2].isdigit() or int(words[2]) > 100:
-        raise CommandError(f"'{words[2][:20]}' is not a number of games (0-100)", usage_of(cmd))
+        raise CommandError(f"'{words[2][:20]}' is not a number of games (0-100)")
     user.seek = int(words[2])
     notice(ctx, f"{ctx.server_name}: seek", f"{user.userid} seeks {user.seek} more games; it shows in the standings.")
 
 
-@handler("vacation", game=True, usage="vacation USERID PASSWORD on|off", auth=0)
+@command("vacation", game=True, usage="vacation USERID PASSWORD on|off", auth=0)
 async def vacation(ctx: Ctx, cmd: Command) -> None:
     words = need(cmd, 3, 3)
     user = await ctx.auth(words[0], words[1])
     value = words[2].lower()
     if value not in ("on", "off"):
-        raise CommandError("vacation is 'on' or 'off'", usage_of(cmd))
+        raise CommandError("vacation is 'on' or 'off'")
     user.vacation = value == "on"
     notice(ctx, f"{ctx.server_name}: vacation", f"Vacation for {user.userid} is {value}: "
            + ("no nags and no forfeits until you turn it off." if user.vacation else "timers run again."))  # fmt: skip

@@ -19,6 +19,11 @@ class Base(DeclarativeBase):
     """All times are naive UTC (see :func:`pbmserv_terrace.store.db.utcnow`)."""
 
 
+DELETED_HASH_PREFIX = "!"
+"""A password hash starting with this marks a deleted account: the row stays (seats
+and history refer to it), no password can ever match it."""
+
+
 class User(Base):
     """A player account (COMMANDS.md §2)."""
 
@@ -40,6 +45,16 @@ class User(Base):
     created_at: Mapped[datetime]
     public_comments: Mapped[bool] = mapped_column(Boolean, default=True, server_default=true())
     """False: the web archive shows this user's comments as "(hidden)" (migration 0002)"""
+
+    @property
+    def is_deleted(self) -> bool:
+        return self.password_hash.startswith(DELETED_HASH_PREFIX)
+
+    def mark_deleted(self) -> None:
+        """Delete the account: the login and the mail go, the row stays."""
+        self.password_hash = DELETED_HASH_PREFIX + "deleted"
+        self.signed_off = True
+        self.addresses = []
 
 
 class Game(Base):

@@ -12,10 +12,10 @@ from types import SimpleNamespace
 
 import pytest
 
+from pbmserv_terrace.app.outbox import OutboxSenders
 from pbmserv_terrace.config import load_config
 from pbmserv_terrace.mail.imap import ImapError, ImapInbound
 from pbmserv_terrace.mail.message import build_message
-from pbmserv_terrace.mail.outbound import OutboxSenders
 from pbmserv_terrace.store import Database, OutboxMessage, UnitOfWork, utcnow
 
 

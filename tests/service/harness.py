@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from email.utils import make_msgid
 from pathlib import Path
 
+from pbmserv_terrace.app.pipe import handle_raw
 from pbmserv_terrace.config import load_config
-from pbmserv_terrace.pipe import handle_raw
 from pbmserv_terrace.service import HandleResult, Service
 from pbmserv_terrace.store import Database
 

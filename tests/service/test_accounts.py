@@ -172,7 +172,7 @@ def test_errors_change_nothing(h):
 
 
 def test_no_password_in_the_database_or_a_dump(h, tmp_path):
-    from pbmserv_terrace.admin import backup
+    from pbmserv_terrace.cli.admin import backup
 
     secret = "Corr3ct-Horse-Battery"
     h.signup("ben")
@@ -187,4 +187,4 @@ def test_no_password_in_the_database_or_a_dump(h, tmp_path):
 
     h.loop.run_until_complete(backup(h.db, Args()))
     dump = (tmp_path / "dump.jsonl").read_text()
-    assert secret not in dump and '"password_hash": "scrypt$' in dump
+    assert secret not in dump and '"password_hash": "$argon2id$' in dump

@@ -11,57 +11,32 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import json
 import logging
 import time
-from dataclasses import dataclass, field
 
 from sqlalchemy.exc import InterfaceError, OperationalError
 
-from .config import Config
-from .mail.embedded import EmbeddedInbound
-from .mail.message import InboundMail, parse_message
-from .mail.outbound import OutboxSenders, delivery_for
+from ..config import Config
+from ..inbound import InboundMail
+from ..mail.delivery import delivery_for
+from ..mail.embedded import EmbeddedInbound
+from ..mail.imap import ImapInbound
+from ..mail.message import parse_message
+from ..service import HandleResult, Service
+from ..store import Database
+from .health import HealthEndpoint, Metrics
 from .ordering import KeyedRunner
+from .outbox import OutboxSenders
 from .pipe import save_failed
-from .service import HandleResult, Service
-from .store import Database, UnitOfWork
 
 log = logging.getLogger("pbmserv.serve")
 IDLE_SMTP_CLOSE = 10.0
 """seconds without replies after which the SMTP connection is closed"""
 
 
-@dataclass
-class Metrics:
-    started: float = field(default_factory=time.time)
-    mails: dict[str, int] = field(default_factory=dict)
-    replies_sent: int = 0
-    replies_failed: int = 0
-    last_mail: float = 0.0
-    inbound_connected: bool = False
-
-    def count(self, status: str) -> None:
-        self.mails[status] = self.mails.get(status, 0) + 1
-        self.last_mail = time.time()
-
-    def text(self) -> str:
-        lines = [
-            "# TYPE pbmserv_mails_total counter",
-            *(f'pbmserv_mails_total{{result="{k}"}} {v}' for k, v in sorted(self.mails.items())),
-            "# TYPE pbmserv_replies_sent_total counter",
-            f"pbmserv_replies_sent_total {self.replies_sent}",
-            "# TYPE pbmserv_replies_failed_total counter",
-            f"pbmserv_replies_failed_total {self.replies_failed}",
-            "# TYPE pbmserv_uptime_seconds gauge",
-            f"pbmserv_uptime_seconds {time.time() - self.started:.0f}",
-            "# TYPE pbmserv_inbound_connected gauge",
-            f"pbmserv_inbound_connected {int(self.inbound_connected)}",
-        ]
-        return "\n".join(lines) + "\n"
-
-
 class Server:
+    """The running server: inbound driver, service, outbox senders, timers, health."""
+
     def __init__(self, config: Config, db: Database | None = None) -> None:
         self.config = config
         self.db = db or Database(config.server.database_url)
@@ -74,7 +49,7 @@ class Server:
         """keys of mails put back for a later pass (later mails sharing them wait too)"""
         self._hold_all = False
         self.embedded: EmbeddedInbound | None = None
-        self._health: asyncio.base_events.Server | None = None
+        self._health: HealthEndpoint | None = None
 
     # ---------------------------------------------------------------- one mail
     async def process_raw(self, raw: bytes) -> HandleResult:
@@ -131,6 +106,7 @@ class Server:
         if self._hold_all or (self._held and (keys is None or keys & self._held)):
             # an earlier mail it depends on was put back: keep delivery order
             return HandleResult("deferred", "after a mail that was put back")
+        started = time.perf_counter()
         try:
             if isinstance(mail, Exception):
                 raise mail
@@ -150,11 +126,14 @@ class Server:
                 path = save_failed(raw, self.config.imap.failed_folder, f"{type(exc).__name__}: {exc}")
                 log.error("saved to %s", path)
             result = HandleResult("failed", f"{type(exc).__name__}: {exc}")
-        self.metrics.count(result.status)
+        self.metrics.count(result.status, time.perf_counter() - started)
         log.info("%s id=%s", result.log_line(), mail.message_id[:200] if isinstance(mail, InboundMail) else "-")
         if result.outbox_ids:
             self.wake_outbound.set()
         return result
+
+    def set_inbound_connected(self, up: bool) -> None:
+        self.metrics.inbound_connected.set(1 if up else 0)
 
     async def _embedded_handle(self, raw: bytes) -> None:
         if (await self.process_raw(raw)).status == "deferred":
@@ -180,8 +159,7 @@ class Server:
                     log.exception("sending replies failed; retrying")
                     sent, left_out = 0, False
                     await asyncio.sleep(1.0)
-                self.metrics.replies_sent = senders.result.sent
-                self.metrics.replies_failed = senders.result.failed
+                self.metrics.replies(senders.result.sent, senders.result.failed)
                 if sent:
                     last_sent = time.monotonic()
                     continue
@@ -197,8 +175,7 @@ class Server:
         except Exception:
             log.exception("sending replies at shutdown failed; they stay queued")
         finally:
-            self.metrics.replies_sent = senders.result.sent
-            self.metrics.replies_failed = senders.result.failed
+            self.metrics.replies(senders.result.sent, senders.result.failed)
             with contextlib.suppress(Exception):
                 await delivery.close()
 
@@ -214,28 +191,6 @@ class Server:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.stopping.wait(), timeout=self.config.server.scheduler_interval)
 
-    async def _health_client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            request = await asyncio.wait_for(reader.readline(), 5)
-            path = request.decode("latin-1").split(" ")[1] if request.count(b" ") >= 2 else "/"
-            if path == "/metrics":
-                status, body, ctype = "200 OK", self.metrics.text(), "text/plain; version=0.0.4"
-            elif path == "/healthz":
-                async with UnitOfWork(self.db) as uow:
-                    pending = await uow.outbox.pending_count()
-                info = {"status": "ok", "pending_replies": pending, "mails": self.metrics.mails,
-                        "inbound": "imap" if self.config.uses_imap else "embedded-smtp"}  # fmt: skip
-                status, body, ctype = "200 OK", json.dumps(info) + "\n", "application/json"
-            else:
-                status, body, ctype = "404 Not Found", "not found\n", "text/plain"
-            data = body.encode()
-            writer.write(f"HTTP/1.0 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {len(data)}\r\n\r\n".encode() + data)
-            await writer.drain()
-        except Exception:
-            log.debug("health request failed", exc_info=True)
-        finally:
-            writer.close()
-
     # ----------------------------------------------------------------- running
     async def run(self) -> None:
         cfg = self.config
@@ -243,11 +198,10 @@ class Server:
         tasks = [asyncio.create_task(self.outbound_loop(), name="outbound"),
                  asyncio.create_task(self.scheduler_loop(), name="scheduler")]  # fmt: skip
         if cfg.server.health_port:
-            self._health = await asyncio.start_server(self._health_client, "127.0.0.1", cfg.server.health_port)
+            self._health = HealthEndpoint(self.db, self.metrics, "imap" if cfg.uses_imap else "embedded-smtp")
+            await self._health.start("127.0.0.1", cfg.server.health_port)
             log.info("health endpoint on http://127.0.0.1:%d/healthz and /metrics", cfg.server.health_port)
         if cfg.uses_imap:
-            from .mail.imap import ImapInbound
-
             imap = ImapInbound(cfg, self)
             tasks.append(asyncio.create_task(imap.run(), name="imap"))
             log.info("reading mail for %s from IMAP %s:%d (%s); sending over SMTP %s:%d",
@@ -255,7 +209,7 @@ class Server:
         else:
             self.embedded = EmbeddedInbound(cfg.embedded.listen_host, cfg.embedded.listen_port, self._embedded_handle)
             await self.embedded.start()
-            self.metrics.inbound_connected = True
+            self.set_inbound_connected(True)
             log.info(
                 "embedded default: mail to %s is taken on %s:%d (pbmserv-terrace send), replies go to ./%s/<address>/ "
                 "(pbmserv-terrace inbox ADDRESS), database %s. For real mail set [imap] and [smtp] in pbmserv.toml "

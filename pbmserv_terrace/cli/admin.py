@@ -25,10 +25,17 @@ from typing import Any
 
 from sqlalchemy import func, insert, select, text, update
 
-from .config import Config
-from .mail.message import InboundMail
-from .rules import render_board
-from .store import Base, Database, Game, OutboxMessage, UnitOfWork, User, utcnow
+from ..app.pipe import handle_raw
+from ..config import Config
+from ..gametypes import board_size
+from ..mail.imap import connect
+from ..rules import parse_tpn, render_board
+from ..service import CommandError, Service
+from ..service.args import check_password
+from ..service.boards import mail_game
+from ..service.passwords import hash_password
+from ..store import Base, Database, Game, OutboxMessage, UnitOfWork, User, utcnow
+from .common import CliError, config_from_args
 
 BACKUP_FORMAT = "pbmserv-terrace-backup"
 
@@ -70,8 +77,6 @@ async def games(db: Database, args: argparse.Namespace) -> None:
 
 
 async def game(db: Database, args: argparse.Namespace) -> None:
-    from .rules import parse_tpn
-
     async with UnitOfWork(db) as uow:
         g = await _game(uow, args.game_type, args.board)
         print(f"{g.game_type} board {g.board_number}: {g.status} {g.result or ''}")
@@ -83,14 +88,14 @@ async def game(db: Database, args: argparse.Namespace) -> None:
                 f"  seat {s.seat}: {s.user.userid} active={s.active} queued={s.queued_moves} clock={s.clock_seconds / 3600:.1f}h"
             )
         print(f"position {g.position}")
-        print(render_board(parse_tpn(g.position, 6 if g.game_type == "terrace6x6" else 8)))
+        print(render_board(parse_tpn(g.position, board_size(g.game_type))))
 
 
 async def users(db: Database, args: argparse.Namespace) -> None:
     async with UnitOfWork(db) as uow:
         rows = (await uow.session.execute(select(User).order_by(User.userid).limit(args.limit))).scalars().all()
         for u in rows:
-            state = "deleted" if u.password_hash.startswith("!") else "signed off" if u.signed_off else "active"
+            state = "deleted" if u.is_deleted else "signed off" if u.signed_off else "active"
             print(f"{u.userid:<20} {state:<10} {', '.join(u.addresses)}")
         if not rows:
             print("(no users)")
@@ -109,17 +114,13 @@ async def user(db: Database, args: argparse.Namespace) -> None:
 
 # ------------------------------------------------------------------ changing
 async def reset_password(db: Database, args: argparse.Namespace) -> None:
-    from .service.accounts import check_password
-    from .service.core import CommandError
-    from .service.passwords import hash_password
-
     try:
         check_password(args.password)
     except CommandError as exc:
         raise AdminError(exc.reason) from None
     async with UnitOfWork(db) as uow:
         u = await uow.users.get(args.userid)
-        if u is None or u.password_hash.startswith("!"):
+        if u is None or u.is_deleted:
             raise AdminError(f"there is no (undeleted) user {args.userid!r}")
         u.password_hash = hash_password(args.password)
         await uow.commit()
@@ -127,19 +128,16 @@ async def reset_password(db: Database, args: argparse.Namespace) -> None:
 
 
 async def remove(db: Database, config: Config, args: argparse.Namespace) -> None:
-    from .service import Service
-    from .service.boards import mail_game
-    from .service.core import Ctx
-
     service = Service(db, config)
     async with UnitOfWork(db) as uow:
         g = await _game(uow, args.game_type, args.board, lock=True)
         if g.status != "active":
             raise AdminError(f"board {g.board_number} is not active ({g.status})")
         g.status, g.result, g.finished_at, g.deadline_at = "removed", f"removed by the operator: {args.reason}", utcnow(), None
-        ctx = Ctx(service, uow, InboundMail(config.server.address, "", "", "<admin>"), utcnow())
+        now = utcnow()
+        ctx = service.context(uow, now)
         await mail_game(ctx, g, headline=f"the board was removed by the operator ({args.reason})")
-        service._queue_replies(ctx, False, utcnow())
+        service.queue_replies(ctx, now)
         await uow.commit()
     print(f"{args.game_type} board {args.board} removed; the players are told")
 
@@ -158,8 +156,6 @@ async def replay(db: Database, config: Config, args: argparse.Namespace) -> None
     """Failed mails again: files given, or every .eml in the failed directory, or
     (with IMAP configured) every message in the IMAP failed folder, moved back to the inbox."""
     if config.uses_imap and not args.files:
-        from .mail.imap import connect
-
         client = await connect(config)
         try:
             resp = await client.select(config.imap.failed_folder)
@@ -175,9 +171,6 @@ async def replay(db: Database, config: Config, args: argparse.Namespace) -> None
         finally:
             await client.logout()
         return
-    from .pipe import handle_raw
-    from .service import Service
-
     folder = Path(config.imap.failed_folder)
     files = [Path(f) for f in args.files] or sorted(folder.glob("*.eml"))
     if not files:
@@ -208,8 +201,6 @@ async def export(db: Database, args: argparse.Namespace) -> None:
         else:
             targets = [await _game(uow, args.game_type, args.board)]
         for i, g in enumerate(targets, 1):
-            from .rules import parse_tpn
-
             moves = await uow.moves.of_game(g.id)
             names = {s.seat: s.user.userid for s in g.seats}
             lines = [f"{g.game_type} board {g.board_number} ({g.variant}): {' vs '.join(names.values())}",
@@ -219,7 +210,7 @@ async def export(db: Database, args: argparse.Namespace) -> None:
                 "",
                 f"Final position: {g.position}",
                 "",
-                render_board(parse_tpn(g.position, 6 if g.game_type == "terrace6x6" else 8)),
+                render_board(parse_tpn(g.position, board_size(g.game_type))),
             ]
             (out / f"{g.game_type}-{g.board_number}.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
             progress(i, len(targets), "exported")
@@ -335,8 +326,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def cmd_admin(args: argparse.Namespace) -> int:
-    from .cli_server import CliError, config_from_args
-
     config = config_from_args(args)
 
     async def run() -> None:

@@ -4,30 +4,26 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import mailbox
 import signal
 import sys
+import urllib.request
 from email.message import EmailMessage
 from email.utils import formatdate, make_msgid
 
-from .config import Config, ConfigError, load_config
-from .mail.outbound import MaildirDelivery
+import aiosmtplib
 
-
-class CliError(Exception):
-    pass
-
-
-def config_from_args(args: argparse.Namespace) -> Config:
-    try:
-        return load_config(getattr(args, "config", None))
-    except ConfigError as exc:
-        raise CliError(f"configuration: {exc}") from None
+from ..app.server import Server
+from ..config import Config, SmtpConfig
+from ..gametypes import GAME_TYPES
+from ..mail.delivery import MaildirDelivery, PermanentFailure, SmtpDelivery
+from ..mail.imap import connect
+from ..store import Database, UnitOfWork
+from .common import CliError, config_from_args
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from .server import Server
-
     cfg = config_from_args(args)
 
     async def run() -> None:
@@ -42,8 +38,6 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def cmd_send(args: argparse.Namespace) -> int:
-    import aiosmtplib
-
     cfg = config_from_args(args)
     msg = EmailMessage()
     msg["From"] = args.sender
@@ -53,9 +47,6 @@ def cmd_send(args: argparse.Namespace) -> int:
     msg["Message-ID"] = make_msgid(domain=args.sender.rpartition("@")[2] or "localhost")
     body = args.body if args.body is not None else ("" if sys.stdin.isatty() else sys.stdin.read())
     msg.set_content(body or "\n")
-    from .config import SmtpConfig
-    from .mail.outbound import PermanentFailure, SmtpDelivery
-
     if not cfg.uses_smtp:  # the embedded listener: plain SMTP on loopback
         cfg.smtp = SmtpConfig(host=cfg.embedded.listen_host, port=cfg.embedded.listen_port, tls="none")
     host, port = cfg.smtp.host, cfg.smtp.port
@@ -109,8 +100,6 @@ def cmd_check_config(args: argparse.Namespace) -> int:
 
 
 async def _check_connections(cfg: Config, offline: bool) -> list[str]:
-    from .store import Database
-
     out = []
     db = Database(cfg.server.database_url)
     try:
@@ -128,16 +117,12 @@ async def _check_connections(cfg: Config, offline: bool) -> list[str]:
     if offline:
         out.append("  skip  IMAP and SMTP connections (--offline)")
         return out
-    from .mail.imap import connect
-
     try:
         client = await asyncio.wait_for(connect(cfg), 30)
         await client.logout()
         out.append(f"  ok    IMAP {cfg.imap.host}:{cfg.imap.port} ({cfg.imap.tls}) login as {cfg.imap.user}")
     except Exception as exc:
         out.append(f"  FAIL  IMAP {cfg.imap.host}:{cfg.imap.port}: {type(exc).__name__}: {exc}")
-    from .mail.outbound import SmtpDelivery
-
     try:
         delivery = SmtpDelivery(cfg)
         await delivery.connect()
@@ -150,11 +135,6 @@ async def _check_connections(cfg: Config, offline: bool) -> list[str]:
 
 def cmd_status(args: argparse.Namespace) -> int:
     """The health of a server: its /healthz when configured, and the database's view."""
-    import json
-    import urllib.request
-
-    from .store import Database, UnitOfWork
-
     cfg = config_from_args(args)
     if cfg.server.health_port:
         try:
@@ -170,7 +150,7 @@ def cmd_status(args: argparse.Namespace) -> int:
             async with UnitOfWork(db) as uow:
                 pending = await uow.outbox.pending_count()
                 failed = len(await uow.outbox.by_state("failed"))
-                active = {t: await uow.games.count_active(t) for t in ("terrace", "terrace6x6")}
+                active = {t: await uow.games.count_active(t) for t in GAME_TYPES}
             return f"database: {pending} replies pending, {failed} failed; active boards {active}"
         finally:
             await db.close()

@@ -20,11 +20,12 @@ from typing import BinaryIO
 
 from sqlalchemy import select
 
-from .config import Config
-from .mail.message import parse_message
-from .mail.outbound import delivery_for, drain_outbox, to_email
-from .service import HandleResult, Service
-from .store import Database, OutboxMessage, UnitOfWork
+from ..config import Config
+from ..mail.delivery import delivery_for
+from ..mail.message import parse_message
+from ..service import HandleResult, Service
+from ..store import Database, OutboxMessage, UnitOfWork
+from .outbox import drain_outbox, to_email
 
 log = logging.getLogger("pbmserv.handle")
 

@@ -12,10 +12,12 @@ import logging
 import sys
 from collections.abc import Callable, Sequence
 
-from .cli_server import CliError, config_from_args
-from .rules import NotationError, parse_tpn, render_board, start_position
-from .rules.perft import perft
-from .store import Database
+from ..app.pipe import handle_raw, read_stdin
+from ..rules import NotationError, parse_tpn, render_board, start_position
+from ..rules.perft import perft
+from ..store import Database
+from . import admin, serve
+from .common import CliError, config_from_args
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -26,7 +28,8 @@ class UsageError(Exception):
 
 def _cmd_perft(args: argparse.Namespace) -> int:
     try:
-        pos = parse_tpn(args.position, args.size) if args.position else start_position(args.variant, args.size)
+        # a position string says its own board size (its rank length)
+        pos = parse_tpn(args.position, args.size) if args.position else start_position(args.variant, args.size or 8)
     except (NotationError, ValueError) as exc:
         raise UsageError(str(exc)) from None
     if args.depth < 0:
@@ -61,8 +64,6 @@ def _cmd_migrate(args: argparse.Namespace) -> int:
 
 
 def _cmd_handle(args: argparse.Namespace) -> int:
-    from .pipe import handle_raw, read_stdin
-
     cfg = config_from_args(args)
     raw = read_stdin()
     if not raw.strip():
@@ -78,7 +79,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("perft", help="count legal move sequences (rules check and benchmark)")
     p.add_argument("--variant", default="long", choices=["long", "medium", "short", "master", "3p", "4p"])
-    p.add_argument("--size", type=int, default=8, choices=[8, 6], help="8 for terrace, 6 for terrace6x6")
+    p.add_argument(
+        "--size", type=int, choices=[8, 6], help="8 for terrace (default), 6 for terrace6x6; a --position says its own"
+    )
     p.add_argument("--position", help="a position string (TPN) instead of the variant's start")
     p.add_argument("--depth", type=int, required=True)
     p.set_defaults(handler=_cmd_perft)
@@ -96,9 +99,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--print", action="store_true", help="write the replies to stdout as an mbox; send nothing")
     p.set_defaults(handler=_cmd_handle)
 
-    from . import admin, cli_server
-
-    cli_server.register(sub)
+    serve.register(sub)
     admin.register(sub)
     return parser
 

@@ -1,0 +1,116 @@
+"""``/healthz`` and ``/metrics`` of a running server, on a loopback port.
+
+Metrics are kept with ``prometheus-client`` in a registry of this server's own
+(mails handled by outcome, command latency, replies sent and failed, the outbox
+depth, whether the inbound connection is up, and the process collector's CPU,
+memory and file descriptors) and answered in the Prometheus text format.
+``/healthz`` only reads: it never takes SQLite's write lock, so it answers while
+mail is being handled.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, PlatformCollector, ProcessCollector
+from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
+
+from ..store import Database
+from ..store.repos import Outbox
+
+log = logging.getLogger("pbmserv.health")
+LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+
+
+class Metrics:
+    """The server's counters, in a registry of its own (several servers in one
+    process, as in the tests, do not share counts)."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        self.mails = Counter("pbmserv_mails", "Mails handled, by outcome", ["result"], registry=self.registry)
+        self.command_seconds = Histogram(
+            "pbmserv_command_seconds",
+            "Time to handle one mail, in seconds",
+            ["result"],
+            buckets=LATENCY_BUCKETS,
+            registry=self.registry,
+        )
+        self.replies_sent = Counter(
+            "pbmserv_replies_sent", "Replies handed to SMTP or written to a Maildir", registry=self.registry
+        )
+        self.replies_failed = Counter("pbmserv_replies_failed", "Replies given up on", registry=self.registry)
+        self.outbox_pending = Gauge("pbmserv_outbox_pending", "Replies waiting in the outbox", registry=self.registry)
+        self.inbound_connected = Gauge(
+            "pbmserv_inbound_connected", "1 while the inbound mail connection is up", registry=self.registry
+        )
+        self.started = Gauge("pbmserv_start_time_seconds", "When this server started (Unix time)", registry=self.registry)
+        self.started.set(time.time())
+        ProcessCollector(registry=self.registry)
+        PlatformCollector(registry=self.registry)
+        self._sent_seen = self._failed_seen = 0
+        self.by_result: dict[str, int] = {}
+
+    def count(self, status: str, seconds: float) -> None:
+        self.mails.labels(result=status).inc()
+        self.command_seconds.labels(result=status).observe(seconds)
+        self.by_result[status] = self.by_result.get(status, 0) + 1
+
+    def replies(self, sent_total: int, failed_total: int) -> None:
+        """The outbox senders' running totals: the counters follow them."""
+        if sent_total > self._sent_seen:
+            self.replies_sent.inc(sent_total - self._sent_seen)
+            self._sent_seen = sent_total
+        if failed_total > self._failed_seen:
+            self.replies_failed.inc(failed_total - self._failed_seen)
+            self._failed_seen = failed_total
+
+    def exposition(self) -> bytes:
+        return generate_latest(self.registry)
+
+
+class HealthEndpoint:
+    """A tiny HTTP/1.0 listener: ``/healthz`` (JSON) and ``/metrics`` (Prometheus)."""
+
+    def __init__(self, db: Database, metrics: Metrics, inbound: str) -> None:
+        self.db, self.metrics, self.inbound = db, metrics, inbound
+        self._server: asyncio.base_events.Server | None = None
+
+    async def start(self, host: str, port: int) -> None:
+        self._server = await asyncio.start_server(self._client, host, port)
+
+    def close(self) -> None:
+        if self._server is not None:
+            self._server.close()
+
+    async def _pending(self) -> int:
+        async with self.db.reading() as session:
+            return await Outbox(session).pending_count()
+
+    async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            request = await asyncio.wait_for(reader.readline(), 5)
+            path = request.decode("latin-1").split(" ")[1] if request.count(b" ") >= 2 else "/"
+            if path == "/metrics":
+                self.metrics.outbox_pending.set(await self._pending())
+                status, body, ctype = "200 OK", self.metrics.exposition(), CONTENT_TYPE_LATEST
+            elif path == "/healthz":
+                info = {
+                    "status": "ok",
+                    "pending_replies": await self._pending(),
+                    "mails": self.metrics.by_result,
+                    "inbound": self.inbound,
+                }
+                status, body, ctype = "200 OK", (json.dumps(info) + "\n").encode(), "application/json"
+            else:
+                status, body, ctype = "404 Not Found", b"not found: try /healthz or /metrics\n", "text/plain"
+            head = f"HTTP/1.0 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {len(body)}\r\n\r\n"
+            writer.write(head.encode() + body)
+            await writer.drain()
+        except Exception:
+            log.debug("health request failed", exc_info=True)
+        finally:
+            writer.close()

@@ -1,0 +1,1 @@
+"""The ``pbmserv-terrace`` command line: the top layer (it may import everything)."""

@@ -1,0 +1,73 @@
+"""The inbound mail as both sides see it: the mail adapters (IMAP, embedded SMTP,
+pipe) make one from raw bytes, the service answers it.  It lives here, between
+the two, so that the service never imports the mail package.
+
+The mail's commands are parsed once (:attr:`InboundMail.parsed`) and that parsed
+form travels with it through ordering, the password prewarm and the handling.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from email.utils import make_msgid
+from functools import cached_property
+
+from .commands import ParsedMail, parse_mail
+
+
+@dataclass
+class InboundMail:
+    sender: str
+    """bare address of From (lower-cased domain), '' when missing"""
+    subject: str
+    body: str
+    message_id: str
+    headers: dict[str, str] = field(default_factory=dict)
+    """the headers that decide about auto-replies (lower-case names)"""
+    is_report: bool = False
+    """multipart/report (delivery or disposition notification)"""
+    raw_size: int = 0
+
+    @cached_property
+    def parsed(self) -> ParsedMail:
+        """The commands of this mail (COMMANDS.md §1), parsed on first use only."""
+        return parse_mail(self.subject, self.body)
+
+
+def never_answer(mail: InboundMail, server_address: str) -> str | None:
+    """Why ``mail`` must get no reply and change nothing (COMMANDS.md §1), or None."""
+    auto = mail.headers.get("auto-submitted", "").lower()
+    if auto and auto != "no":
+        return f"Auto-Submitted: {auto}"
+    precedence = mail.headers.get("precedence", "").lower()
+    if precedence in ("bulk", "junk", "list", "auto_reply"):
+        return f"Precedence: {precedence}"
+    if "list-id" in mail.headers:
+        return "mailing-list mail (List-Id)"
+    if "x-autoreply" in mail.headers:
+        return "X-Autoreply"
+    if mail.headers.get("return-path", "").strip() == "<>" and not mail.sender:
+        return "bounce (null return path)"
+    if mail.is_report:
+        return "delivery or disposition report"
+    if not mail.sender or "@" not in mail.sender:
+        return "no sender address"
+    local = mail.sender.split("@", 1)[0].lower()
+    if local in ("mailer-daemon", "postmaster", "mailer_daemon", "noreply", "no-reply"):
+        return f"system sender {mail.sender}"
+    if mail.sender.lower() == server_address.lower():
+        return "mail from the server's own address"
+    return None
+
+
+ADDRESS = re.compile(r"^[A-Za-z0-9.!#$%&'*+/=?^_`{|}~-]+@[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?$")
+
+
+def is_valid_address(address: str) -> bool:
+    """A plain addr-spec with no spaces, CR/LF, quotes or angle brackets."""
+    return len(address) <= 254 and bool(ADDRESS.match(address))
+
+
+def new_message_id(domain: str) -> str:
+    return make_msgid(domain=domain.split("@")[-1] or "pbmserv.invalid")

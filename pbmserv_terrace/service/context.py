@@ -1,0 +1,136 @@
+"""What a command handler sees while it runs: the :class:`Ctx` (Unit of Work, the
+mail being answered, the clock, the replies it queues) and :class:`CommandError`,
+the one way a handler says "no".
+
+The context is typed against :class:`ServicePort`, the few things it needs from the
+service, so this module does not import the service (no import cycle).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Protocol
+
+from ..config import Config
+from ..inbound import InboundMail
+from ..render import render
+from ..store import UnitOfWork, User
+from .guards import GuessGuard
+from .passwords import PasswordCache, needs_rehash
+
+
+class CommandError(Exception):
+    """A command that cannot be carried out: ``reason`` is one sentence for the player.
+    The error reply adds the command's usage unless ``usage`` gives another."""
+
+    def __init__(self, reason: str, usage: str = "", *, board: int | None = None, game_type: str | None = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.usage = usage
+        self.board = board
+        self.game_type = game_type
+
+
+@dataclass
+class Mail:
+    """A reply before it becomes outbox rows (one per address)."""
+
+    to: list[str]
+    subject: str
+    body: str
+    for_sender: bool = False
+    """an answer to the sender (merged into one mail for ``multiple``)"""
+
+
+class ServicePort(Protocol):
+    """What a context needs from the service that runs it."""
+
+    config: Config
+    passwords: PasswordCache
+    guessing: GuessGuard
+    dummy_hash: str
+
+
+class Ctx:
+    """What a handler sees: the Unit of Work, the mail, the clock, and the replies.
+
+    ``mail`` is None for work the server does by itself (timers, operator commands):
+    such work sends mails to players but has no sender to answer."""
+
+    def __init__(self, service: ServicePort, uow: UnitOfWork, now: datetime, mail: InboundMail | None = None) -> None:
+        self.service = service
+        self.uow = uow
+        self.mail = mail
+        self.now = now
+        self.config = service.config
+        self.out: list[Mail] = []
+        self.user: str = ""
+        self.board: str = ""
+        self.rating_lines: list[str] = []
+        """rating changes of a game that just ended, for its mail"""
+        self._subscribers: dict[int, list[User]] = {}
+
+    @property
+    def sender(self) -> str:
+        if self.mail is None:
+            raise RuntimeError("this work answers no mail")
+        return self.mail.sender
+
+    async def subscribers(self, game_id: int) -> list[User]:
+        """A board's subscribers, read once per mail (every board mail shows them)."""
+        if game_id not in self._subscribers:
+            self._subscribers[game_id] = await self.uow.watchers.subscribers(game_id)
+        return self._subscribers[game_id]
+
+    def forget_subscribers(self, game_id: int | None = None) -> None:
+        """Read them again (after a subscription changed, or everything after a rollback)."""
+        if game_id is None:
+            self._subscribers.clear()
+        else:
+            self._subscribers.pop(game_id, None)
+
+    @property
+    def server_name(self) -> str:
+        return self.config.server.name
+
+    def reply(self, subject: str, template: str, **values: object) -> None:
+        """A mail to the sender only."""
+        self.out.append(Mail([self.sender], subject, render(template, **values), for_sender=True))
+
+    def send(self, users: list[User], subject: str, body: str) -> None:
+        """One mail to every address of each user (signed-off users get none)."""
+        addresses: list[str] = []
+        for user in users:
+            if user.signed_off:
+                continue
+            for addr in user.addresses:
+                if addr not in addresses:
+                    addresses.append(addr)
+        if addresses:
+            self.out.append(Mail(addresses, subject, body))
+
+    async def auth(self, userid: str, password: str, known: Iterable[User] = ()) -> User:
+        """The user, if the password is right; the same error for unknown users and
+        wrong passwords, after the same (slow) work.  ``known``: users already
+        loaded (a board's players), looked at before the database."""
+        self.user = userid.lower()
+        guard = self.service.guessing
+        wait = guard.locked_for(self.user, time.monotonic())
+        if wait:
+            unit = "minute" if wait == 1 else "minutes"
+            raise CommandError(f"too many wrong passwords for {self.user[:32]}; try again in {wait} {unit}")
+        user = next((u for u in known if u.userid == self.user), None) or await self.uow.users.get(userid)
+        stored = user.password_hash if user is not None else self.service.dummy_hash
+        ok = await self.service.passwords.check_async(self.user, stored, password)
+        if user is None or not ok or user.is_deleted:
+            guard.failed(self.user, time.monotonic())
+            raise CommandError("the userid or the password is not correct")
+        guard.succeeded(self.user)
+        if needs_rehash(user.password_hash):
+            # an older hash (scrypt, or weaker argon2 parameters): replace it now that
+            # the password is known; the cache entry of the old hash simply expires
+            user.password_hash = await self.service.passwords.hash_async(password)
+        return user
