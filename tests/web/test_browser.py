@@ -1,0 +1,157 @@
+"""The archive served by uvicorn (serve_web) on 127.0.0.1, driven by a real Chromium:
+the → key steps the replay, the URL follows, the picture is drawn.  Chromium and
+chromedriver are required: without them this test fails, it never skips."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import shutil
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from PIL import Image, ImageStat
+
+from pbmserv_terrace.store import Database
+from pbmserv_terrace.testing.postgres import free_port
+from pbmserv_terrace.web import create_app, serve_web
+
+from .fill import Filled, fill
+
+
+class Served:
+    """serve_web in a thread of its own (its own event loop), stopped by an Event."""
+
+    def __init__(self, tmp: Path) -> None:
+        self.port = free_port()
+        self.url = f"sqlite+aiosqlite:///{tmp / 'web.db'}"
+        self.ready = threading.Event()
+        self.filled: Filled | None = None
+        self.loop = asyncio.new_event_loop()
+        self.stop: asyncio.Event | None = None
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        async def main() -> None:
+            db = Database(self.url)
+            await db.migrate()
+            self.filled = await fill(db)
+            self.stop = asyncio.Event()
+            serving = asyncio.create_task(
+                serve_web(create_app(db, server_name="Browser Test"), "127.0.0.1", self.port, stop=self.stop)
+            )
+            await asyncio.sleep(0.2)
+            self.ready.set()
+            await serving
+            await db.close()
+
+        try:
+            self.loop.run_until_complete(main())
+        except BaseException as exc:  # reported by the test
+            self.error = exc
+            self.ready.set()
+
+    def __enter__(self) -> Served:
+        self.thread.start()
+        assert self.ready.wait(60), "the web server did not start"
+        assert self.error is None, self.error
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        assert self.stop is not None
+        self.loop.call_soon_threadsafe(self.stop.set)
+        self.thread.join(30)
+        assert not self.thread.is_alive(), "serve_web did not stop when asked"
+        assert self.error is None, self.error
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[Served]:
+    with Served(tmp_path) as s:
+        yield s
+
+
+def test_serve_web_answers_on_tcp_and_stops(served: Served) -> None:
+    response = httpx.get(f"http://127.0.0.1:{served.port}/healthz", timeout=10)
+    assert response.status_code == 200 and response.json() == {"status": "ok"}
+    assert "content-security-policy" in response.headers and "server" not in response.headers
+
+
+def test_port_in_use_raises_instead_of_exiting(served: Served) -> None:
+    async def again() -> None:
+        db = Database(served.url)
+        try:
+            await serve_web(create_app(db, server_name="x"), "127.0.0.1", served.port, stop=asyncio.Event())
+        finally:
+            await db.close()
+
+    with pytest.raises(OSError):
+        asyncio.run(again())
+
+
+def chromium() -> tuple[str, str]:
+    browser = shutil.which("chromium") or shutil.which("chromium-browser")
+    driver = shutil.which("chromedriver")
+    if not browser or not driver:
+        pytest.fail(
+            "Chromium and chromedriver are required for the browser test (apt-get install chromium chromium-driver); "
+            f"found chromium={browser!r}, chromedriver={driver!r}"
+        )
+    return browser, driver
+
+
+def test_arrow_keys_step_the_replay_in_chromium(served: Served, tmp_path: Path) -> None:
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service as DriverService
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    browser, driver_path = chromium()
+    options = webdriver.ChromeOptions()
+    options.binary_location = browser
+    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1200,1600"):
+        options.add_argument(arg)
+    driver = webdriver.Chrome(service=DriverService(executable_path=driver_path), options=options)
+    try:
+        assert served.filled is not None
+        game_type, number = served.filled.boards["four"]
+        plies = len(served.filled.plies["four"])
+        base = f"http://127.0.0.1:{served.port}/boards/{game_type}/{number}"
+        driver.get(f"{base}?ply=0")
+        wait = WebDriverWait(driver, 20)
+        wait.until(lambda d: d.find_element(By.ID, "ply").text == "0")
+        body = driver.find_element(By.TAG_NAME, "body")
+        for _ in range(3):
+            body.send_keys(Keys.ARROW_RIGHT)
+            time.sleep(0.15)
+        wait.until(lambda d: d.current_url.endswith("?ply=3") and d.find_element(By.ID, "ply").text == "3")
+        assert driver.current_url == f"{base}?ply=3"
+        assert driver.find_element(By.ID, "picture").get_attribute("data-ply") == "3"
+        ascii_text = driver.execute_script("return document.querySelector('#ascii pre').textContent")
+        from pbmserv_terrace.rules import parse_tpn, render_board
+
+        assert ascii_text == render_board(parse_tpn(served.filled.positions["four"][3], 8))
+        assert f"Ply 3 of {plies}" in driver.find_element(By.ID, "plyinfo").text
+        pieces = driver.find_elements(By.CSS_SELECTOR, "#picture svg g.piece")
+        assert len(pieces) == sum(1 for c in served.filled.positions["four"][3].split()[0] if c.isalpha())
+        # no script was blocked by the Content-Security-Policy, nothing failed
+        errors = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
+        assert errors == [], errors
+        png = driver.get_screenshot_as_png()
+        (tmp_path / "board.png").write_bytes(png)
+        image = Image.open(io.BytesIO(png)).convert("RGB")
+        extrema = ImageStat.Stat(image).extrema
+        assert any(high - low > 100 for low, high in extrema), "the screenshot is blank"
+        colours = image.resize((200, 260)).getcolors(200 * 260) or []
+        assert len(colours) > 20, "the screenshot shows almost nothing"
+        # ← goes back one ply, End to the last
+        driver.find_element(By.TAG_NAME, "body").send_keys(Keys.ARROW_LEFT)
+        wait.until(lambda d: d.current_url.endswith("?ply=2") and d.find_element(By.ID, "ply").text == "2")
+    finally:
+        driver.quit()
