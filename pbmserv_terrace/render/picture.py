@@ -134,9 +134,9 @@ def height_shades(n: int) -> tuple[str, ...]:
 
 
 def _grid(n: int, height: int) -> str:
-    """The thin line between two squares of the same terrace: a shade darker."""
+    """The thin line between two squares of the same terrace: half a height step darker."""
     shade = height_shades(n)[height - 1]
-    return _mix(tuple(bytes.fromhex(shade[1:])), (0, 0, 0), 0.16)  # type: ignore[arg-type]
+    return _mix(tuple(bytes.fromhex(shade[1:])), (0, 0, 0), 0.07)  # type: ignore[arg-type]
 
 
 def _digit_colour(n: int, height: int) -> str:
@@ -240,16 +240,10 @@ def _arrow(n: int, move: Move, piece: int) -> tuple[Shape, ...]:
     )
 
 
-def marks_under(pos: Position, last_move: Move | None, captured: int | None) -> Group:
-    """Marks drawn below the pieces: last-move frames and arrow, the capture cross."""
+def marks_under(pos: Position, last_move: Move | None) -> Group:
+    """Marks drawn below the pieces: last-move frames, a dot on the square left and an arrow."""
     n = pos.n
     shapes: list[Shape] = []
-    if captured is not None:
-        x0, y0, x1, y1 = square_box(n, captured)
-        inset = 5.0
-        for a, b in (((x0 + inset, y0 + inset), (x1 - inset, y1 - inset)), ((x1 - inset, y0 + inset), (x0 + inset, y1 - inset))):
-            shapes.append(Line((a, b), MARK_EDGE, 6))
-            shapes.append(Line((a, b), MARK, 3))
     if last_move is not None:
         for sq in (last_move.frm, last_move.to):
             x0, y0, x1, y1 = square_box(n, sq)
@@ -262,15 +256,25 @@ def marks_under(pos: Position, last_move: Move | None, captured: int | None) -> 
     return Group("marks", tuple(shapes))
 
 
-def marks_over(pos: Position, threatened: Sequence[int]) -> Group:
-    """Marks drawn above the pieces: a thick ring round each threatened T."""
+def marks_over(pos: Position, captured: int | None, threatened: Sequence[int]) -> Group:
+    """Marks drawn above the pieces: a thick ring round each threatened T, and on
+    the capture square a corner flag with a cross (a piece stands on that square)."""
     n = pos.n
+    c = cell_size(n)
     shapes: list[Shape] = []
-    r = min(cell_size(n) / 2 - 2.5, PIECE_DIAMETER[1] * cell_size(n) / 2 + 8)
+    r = min(c / 2 - 2.5, PIECE_DIAMETER[1] * c / 2 + 8)
     for sq in threatened:
         x, y = _centre(n, sq)
         shapes.append(Circle(x, y, r, None, MARK_EDGE, 5))
         shapes.append(Circle(x, y, r - 1, None, MARK, 3))
+    if captured is not None:
+        _, y0, x1, _ = square_box(n, captured)
+        leg = round(0.4 * c)
+        x, y = x1 - 2, y0 + 2
+        shapes.append(Polygon(((x, y), (x - leg, y), (x, y + leg)), MARK, MARK_EDGE, 1.5))
+        k, mx, my = leg * 0.13, x - leg * 0.3, y + leg * 0.3
+        shapes.append(Line(((mx - k, my - k), (mx + k, my + k)), MARK_EDGE, 1.5))
+        shapes.append(Line(((mx - k, my + k), (mx + k, my - k)), MARK_EDGE, 1.5))
     return Group("threat", tuple(shapes))
 
 
@@ -279,11 +283,11 @@ def describe(
 ) -> list[Group]:
     """The whole picture as groups of shapes, bottom to top; both back-ends draw this."""
     n = pos.n
-    groups = [background(n), marks_under(pos, last_move, captured)]
+    groups = [background(n), marks_under(pos, last_move)]
     for sq, p in enumerate(pos.board):
         if p:
             groups.append(Group("piece", piece_shapes(p, n, *_centre(n, sq)), f"{piece_text(p)} {pos.geo.name(sq)}"))
-    groups.append(marks_over(pos, threatened))
+    groups.append(marks_over(pos, captured, threatened))
     return groups
 
 
@@ -389,37 +393,29 @@ def draw_shapes(im: Image.Image, shapes: Sequence[Shape], scale: float) -> None:
 
 
 @cache
-def _palette() -> Image.Image:
-    """One fixed palette for every picture: the exact flat colours plus the blends
-    anti-aliasing makes, learnt once from sample pictures.  Mapping each picture onto
+def _palette(n: int) -> Image.Image:
+    """One fixed palette per board size: the exact flat colours plus the blends that
+    text and discs make, learnt once from sample pictures.  Mapping every picture onto
     it pixel by pixel keeps a change local and the PNG small."""
-    exact = {*height_shades(8), *height_shades(6), *ARMY_FILL.values(), *ARMY_TEXT.values()}
-    exact |= {
-        MARK,
-        WALL,
-        LABEL,
-        FRAME_BG,
-        HALO,
-        OUTLINE,
-        *(_grid(8, h) for h in range(1, 9)),
-        *(_grid(6, h) for h in range(1, 7)),
-    }
-    samples = []
-    for n, variant in ((8, "4p"), (6, "4p")):
+    exact = {*height_shades(n), *ARMY_FILL.values(), *ARMY_TEXT.values(), MARK, MARK_EDGE, WALL, LABEL, FRAME_BG, HALO}
+    exact |= {_grid(n, h) for h in range(1, n + 1)} | {_digit_colour(n, h) for h in range(1, n + 1)}
+    sheet = Image.new("RGB", (2 * WIDTH * 2, WIDTH * 2))
+    for i, variant in enumerate(("4p", "long")):
         pos = start_position(variant, n)
         move = pos.legal_moves()[0]
         after = pos.play(move)
-        samples.append(_draw(after, move, captured=move.to, threatened=[s for s in range(n * n) if after.board[s]][:2], scale=2))
-    sheet = Image.new("RGB", (sum(im.width for im in samples), samples[0].height))
-    x = 0
-    for im in samples:
-        sheet.paste(im, (x, 0))
-        x += im.width
+        marks = [sq for sq in range(n * n) if after.board[sq]][:2]
+        sheet.paste(_draw(after, move, captured=move.to, threatened=marks, scale=2), (i * WIDTH * 2, 0))
+    colours = [tuple(bytes.fromhex(c[1:7])) for c in sorted(exact)]
     learnt = sheet.quantize(PALETTE_SIZE - len(exact), Image.Quantize.MEDIANCUT).getpalette() or []
-    colours = [bytes.fromhex(c[1:7]) for c in sorted(exact)]
-    flat = [v for c in colours for v in c] + learnt[: 3 * (PALETTE_SIZE - len(exact))]
+    for i in range(0, len(learnt), 3):
+        blend = tuple(learnt[i : i + 3])
+        # Pillow maps colours through a 6-bit cache: a learnt colour near an exact
+        # one could capture that flat colour, so such blends are left out.
+        if all(sum(abs(a - b) for a, b in zip(blend, c, strict=True)) > 24 for c in colours):
+            colours.append(blend)
     pal = Image.new("P", (1, 1))
-    pal.putpalette(flat)
+    pal.putpalette([v for c in colours[:PALETTE_SIZE] for v in c])
     return pal
 
 
@@ -428,8 +424,8 @@ COMPRESS_LEVEL = 7
 """zlib level 7: within 2 % of level 9 (Pillow's optimize=True) in size at a sixth of the time."""
 
 
-def to_png(im: Image.Image) -> bytes:
-    mapped = im.quantize(palette=_palette(), dither=Image.Dither.NONE)
+def to_png(im: Image.Image, n: int) -> bytes:
+    mapped = im.quantize(palette=_palette(n), dither=Image.Dither.NONE)
     buf = io.BytesIO()
     mapped.save(buf, "PNG", compress_level=COMPRESS_LEVEL)
     return buf.getvalue()
@@ -464,20 +460,20 @@ def board_png(
 ) -> bytes:
     """The picture as a palette PNG, ``WIDTH * scale`` pixels square (640 at scale 2,
     shown at 320 CSS pixels so it is sharp on high-density screens)."""
-    return to_png(_draw(pos, last_move, captured=captured, threatened=threatened, scale=scale))
+    return to_png(_draw(pos, last_move, captured=captured, threatened=threatened, scale=scale), pos.n)
 
 
 def _draw(pos: Position, last_move: Move | None, *, captured: int | None, threatened: Sequence[int], scale: int) -> Image.Image:
     """The picture in RGB: the cached background, the marks, the cached piece tiles."""
     n = pos.n
     im = _background_image(n, scale).copy()
-    draw_shapes(im, marks_under(pos, last_move, captured).shapes, scale)
+    draw_shapes(im, marks_under(pos, last_move).shapes, scale)
     for sq, p in enumerate(pos.board):
         if p:
             tile, half = _sprite(p, n, scale)
             cx, cy = _centre(n, sq)
             im.paste(tile, (round(cx * scale) - half, round(cy * scale) - half), tile)
-    draw_shapes(im, marks_over(pos, threatened).shapes, scale)
+    draw_shapes(im, marks_over(pos, captured, threatened).shapes, scale)
     return im
 
 
