@@ -1,0 +1,167 @@
+"""Robot strength: matches between levels (and a uniformly random mover).
+
+For each pairing and board (8x8 long, 6x6 short) it plays --games games, colours
+alternated, each opening varied by two uniformly random plies (seeded by the game
+number, so a run is reproducible), capped at --cap plies (a draw).  It prints wins,
+draws and losses of the first-named player, its score, the Elo difference with a
+95 % interval, and each robot's average nodes/s and seconds per move.  Targets
+(issue 17): robot1 >= 95 % against random, robot2 >= 75 % against robot1, robot3
+>= 65 % against robot2; and robot3 finds the forced wins of PUZZLES in its budget.
+
+Run: python bench/robot.py [--games N] [--pairs 1-random,2-1,3-2] [--boards 8long,6short]
+     [--cap 200] [--l3-budget SECONDS] [--no-puzzles]
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import random
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from pbmserv_terrace.engine import choose_move, describe
+from pbmserv_terrace.engine.search import MATE_BOUND
+from pbmserv_terrace.rules import Position, format_move, parse_tpn, start_position
+
+TARGETS = {("1", "random"): 0.95, ("2", "1"): 0.75, ("3", "2"): 0.65}
+PUZZLES = [
+    # Forced wins in three moves of the side to move (five plies), found by a
+    # brute-force prover over the rules alone (tests/engine/solver.py), as checked in
+    # tests/engine/test_engine.py (WIN_IN_3).
+    "C2t2/3T2/6/1a4/6/3A2 1",
+    "2t3/6/d5/1B4/2TC2/6 2",
+    "4C1/3b2/6/1T4/5D/1C1b1t 2",
+    "8/1t5c/5c2/8/8/2T5/5b2/6D1 2",
+]
+
+
+@dataclass
+class Stats:
+    moves: int = 0
+    nodes: int = 0
+    seconds: float = 0.0
+
+
+@dataclass
+class Match:
+    wins: int = 0
+    draws: int = 0
+    losses: int = 0
+    scores: list[float] = field(default_factory=list)
+
+
+def play_game(
+    players: tuple[str, str], pos: Position, cap: int, budget: float | None, stats: dict[str, Stats], rng: random.Random
+) -> int | None:
+    """Play from ``pos``; players[0] is army 1.  Returns the winning army or None."""
+    ply = 2
+    while ply < cap:
+        out = pos.outcome()
+        if out is not None:
+            return out.winner
+        who = players[pos.to_move - 1]
+        if who == "random":
+            move = rng.choice(pos.legal_moves())
+        else:
+            level = int(who)
+            res = choose_move(pos, level=level, ply=ply, time_budget=budget if level == 3 else None)
+            st = stats.setdefault(who, Stats())
+            st.moves += 1
+            st.nodes += res.nodes
+            st.seconds += res.seconds
+            move = res.move
+        pos = pos.play(move)
+        ply += 1
+    out = pos.outcome()
+    return out.winner if out else None
+
+
+def elo(scores: list[float]) -> str:
+    """Elo difference with a 95 % interval from per-game scores (1, 0.5, 0)."""
+    n = len(scores)
+    p = sum(scores) / n
+    sd = math.sqrt(sum((s - p) ** 2 for s in scores) / n) / math.sqrt(n)
+
+    def to_elo(x: float) -> float:
+        x = min(max(x, 1e-3), 1 - 1e-3)
+        return -400 * math.log10(1 / x - 1)
+
+    return f"{to_elo(p):+.0f} [{to_elo(p - 1.96 * sd):+.0f}, {to_elo(p + 1.96 * sd):+.0f}]"
+
+
+def run_match(a: str, b: str, n: int, variant: str, games: int, cap: int, budget: float | None, stats: dict[str, Stats]) -> Match:
+    match = Match()
+    for g in range(games):
+        rng = random.Random(f"{a}-{b}-{n}{variant}-{g}")
+        pos = start_position(variant, n)
+        for _ in range(2):
+            pos = pos.play(rng.choice(pos.legal_moves()))
+        a_first = g % 2 == 0
+        players = (a, b) if a_first else (b, a)
+        winner = play_game(players, pos, cap, budget, stats, rng)
+        a_army = 1 if a_first else 2
+        if winner is None:
+            match.draws += 1
+            match.scores.append(0.5)
+        elif winner == a_army:
+            match.wins += 1
+            match.scores.append(1.0)
+        else:
+            match.losses += 1
+            match.scores.append(0.0)
+    return match
+
+
+def name(p: str) -> str:
+    return p if p == "random" else f"robot{p}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--games", type=int, default=10, help="games per pairing and board")
+    parser.add_argument("--pairs", default="1-random,2-1,3-2")
+    parser.add_argument("--boards", default="8long,6short")
+    parser.add_argument("--cap", type=int, default=200, help="plies before a game is scored a draw")
+    parser.add_argument(
+        "--l3-budget", type=float, default=None, help="seconds per move for robot3 (default: its 2 s node budget)"
+    )
+    parser.add_argument("--no-puzzles", action="store_true")
+    args = parser.parse_args()
+    stats: dict[str, Stats] = {}
+    print(f"{'match':<20} {'board':<8} {'W':>3} {'D':>3} {'L':>3} {'score':>6}  Elo [95 %]          target")
+    for pair in args.pairs.split(","):
+        a, b = pair.split("-")
+        for board in args.boards.split(","):
+            n, variant = int(board[0]), board[1:]
+            t0 = time.perf_counter()
+            m = run_match(a, b, n, variant, args.games, args.cap, args.l3_budget, stats)
+            p = sum(m.scores) / len(m.scores)
+            target = TARGETS.get((a, b))
+            verdict = "" if target is None else f">= {target:.0%}: {'PASS' if p >= target else 'FAIL'}"
+            label = f"{name(a)} v {name(b)}"
+            print(
+                f"{label:<20} {n}x{n} {variant:<4} {m.wins:>3} {m.draws:>3} {m.losses:>3} {p:>6.1%}  {elo(m.scores):<18} {verdict}  ({time.perf_counter() - t0:.0f} s)",
+                flush=True,
+            )
+    for who, st in sorted(stats.items()):
+        if st.moves:
+            print(
+                f"{name(who)}: {st.moves} moves, {st.nodes / max(st.seconds, 1e-9):,.0f} nodes/s, {st.seconds / st.moves:.3f} s/move"
+            )
+    if not args.no_puzzles:
+        for tpn in PUZZLES:
+            pos = parse_tpn(tpn)
+            res = choose_move(pos, level=3, ply=0, time_budget=args.l3_budget)
+            found = res.score >= MATE_BOUND
+            print(
+                f"puzzle {tpn}: {format_move(pos, res.move)} depth {res.depth}, {res.nodes} nodes, {res.seconds:.2f} s — {describe(res)}: {'PASS' if found else 'FAIL'}"
+            )
+
+
+if __name__ == "__main__":
+    main()
