@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import itertools
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -11,7 +12,7 @@ from PIL import Image, ImageChops
 
 from pbmserv_terrace.render import picture
 from pbmserv_terrace.render.picture import ARMY_FILL, board_png, board_svg, height_shades, picture_alt, square_box, write_png
-from pbmserv_terrace.rules import NotationError, Position, VARIANTS, format_tpn, parse_tpn, start_position
+from pbmserv_terrace.rules import VARIANTS, NotationError, Position, format_tpn, parse_tpn, start_position
 from pbmserv_terrace.rules.pieces import KIND_T, make_piece
 
 from .cases import SIZES, golden_cases, play_out
@@ -126,12 +127,12 @@ def test_heights_shaded_distinctly_and_in_order(n: int) -> None:
     shades = height_shades(n)
     assert len(set(shades)) == n
     grey = [Image.new("RGB", (1, 1), s).convert("L").getpixel((0, 0)) for s in shades]
-    steps = [a - b for a, b in zip(grey, grey[1:], strict=False)]
+    steps = [a - b for a, b in itertools.pairwise(grey)]
     assert all(step >= 15 for step in steps), f"low = light, high = dark, clearly apart: {grey}"
     im = decode(board_png(start_position("medium", n)))
     geo = start_position("medium", n).geo
     for sq in range(n * n):
-        x0, y0, x1, y1 = box(n, sq)
+        _x0, _y0, x1, y1 = box(n, sq)
         assert im.getpixel((x1 - 8, y1 - 8)) == rgb(shades[geo.height[sq] - 1]), geo.name(sq)
 
 
@@ -197,7 +198,7 @@ def test_svg_and_png_draw_the_same_picture() -> None:
     root = ET.fromstring(board_svg(case.pos))
     im = decode(board_png(case.pos))
     for g in root.findall(f"{SVG}g[@class='piece']"):
-        disc = [c for c in g.findall(f"{SVG}circle") if c.get("fill") in ARMY_FILL.values()][0]
+        disc = next(c for c in g.findall(f"{SVG}circle") if c.get("fill") in ARMY_FILL.values())
         cx, cy, r = (float(disc.get(k, "0")) for k in ("cx", "cy", "r"))
         assert im.getpixel((round(2 * cx), round(2 * (cy - 0.75 * r)))) == rgb(disc.get("fill", "")), g.findtext(f"{SVG}title")
 
