@@ -269,10 +269,10 @@ class State(NamedTuple):
             if pile.kind == "t" and pile.num > v.piles:
                 raise IllegalMove(f"{v.name} has {v.piles} tableau piles, t1 to t{v.piles}; there is no {pile.text()}.")
         if src == dst:
-            raise IllegalMove(f"{src.describe().capitalize()} is both the source and the target of the move.")
+            raise IllegalMove(f"{_cap(src.describe())} is both the source and the target of the move.")
         from_pile = self._pile(src)
         if not from_pile:
-            raise IllegalMove(f"{src.describe().capitalize()} is empty.")
+            raise IllegalMove(f"{_cap(src.describe())} is empty.")
         card = from_pile[-1]
         name = f"the {card_text(card)}"
         if dst.kind == "f":
@@ -283,7 +283,7 @@ class State(NamedTuple):
                 dst = _F[fits[0]]
             f = self.foundations[dst.num - 1]
             if not self.fits_foundation(card, f):
-                raise IllegalMove(f"{name.capitalize()} cannot go on foundation {dst.text()}: {self._foundation_need(f)}.")
+                raise IllegalMove(f"{_cap(name)} cannot go on foundation {dst.text()}: {self._foundation_need(f)}.")
         else:
             if src.kind == "r":
                 raise IllegalMove(f"The reserve's top card ({card_text(card)}) can only go to a foundation.")
@@ -292,7 +292,7 @@ class State(NamedTuple):
                 top = target[-1]
                 need = f"a {'black' if is_red(top) else 'red'} {RANK_NAMES[rank_below(rank_of(top))]}"
                 raise IllegalMove(
-                    f"{name.capitalize()} cannot go on the {card_text(top)} in {dst.text()}: "
+                    f"{_cap(name)} cannot go on the {card_text(top)} in {dst.text()}: "
                     f"tableau piles are built down by alternating colour, so it takes {need}."
                 )
             if not target and src.kind != "w" and not self.space_takes_any():
@@ -380,6 +380,11 @@ _OVER = {
 _R, _W = Pile("r"), Pile("w")
 _F = tuple(Pile("f", i) for i in range(1, FOUNDATIONS + 1))
 _T = tuple(Pile("t", i) for i in range(1, 10))
+
+
+def _cap(text: str) -> str:
+    """First letter upper case, the rest untouched (``str.capitalize`` would write "The qd")."""
+    return text[:1].upper() + text[1:]
 
 
 def _a(word: str) -> str:

@@ -272,3 +272,11 @@ def test_general_patience_is_lost_when_a_second_pass_card_cannot_be_played() -> 
     with pytest.raises(IllegalMove, match="game is over"):
         lost.apply("w-t1")
     assert "Lost" in render(lost)
+
+
+def test_error_sentences_name_the_cards_as_written() -> None:
+    s = make("wood", tableau=["Kd", "Qd", *["5c"] * 7], foundations=["Kd"], base="Kd")
+    with pytest.raises(IllegalMove, match=r"^The Qd cannot go on the Kd in t1: .* takes a black queen\.$"):
+        s.apply("t2-t1")
+    with pytest.raises(IllegalMove, match=r"^The Qd cannot go on foundation f1: .* takes a black ace on its Kd\.$"):
+        s.apply("t2-f1")
