@@ -82,6 +82,13 @@ class HealthEndpoint:
     async def start(self, host: str, port: int) -> None:
         self._server = await asyncio.start_server(self._client, host, port)
 
+    @property
+    def port(self) -> int:
+        """The port listened on (the one the OS chose, when started with 0)."""
+        if self._server is None:
+            raise RuntimeError("not started")
+        return int(self._server.sockets[0].getsockname()[1])
+
     def close(self) -> None:
         if self._server is not None:
             self._server.close()

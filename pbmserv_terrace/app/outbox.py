@@ -12,28 +12,14 @@ import contextlib
 import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from email.message import Message
 
 from ..config import Config
 from ..mail.delivery import Delivery, PermanentFailure
-from ..mail.message import build_message
 from ..store import Database, OutboxMessage, UnitOfWork, utcnow
 from ..store.repos import Outbox
+from .compose import to_email
 
 log = logging.getLogger("pbmserv.outbound")
-
-
-def to_email(row: OutboxMessage, config: Config) -> Message:
-    return build_message(
-        sender=config.server.address,
-        sender_name=config.server.name,
-        recipient=row.recipient,
-        subject=row.subject,
-        body=row.body,
-        message_id=row.message_id,
-        in_reply_to=row.in_reply_to,
-        date=row.created_at,
-    )
 
 
 def backoff(attempts: int, base: float = 60.0) -> timedelta:

@@ -25,7 +25,8 @@ from ..mail.delivery import delivery_for
 from ..mail.message import parse_message
 from ..service import HandleResult, Service
 from ..store import Database, OutboxMessage, UnitOfWork
-from .outbox import drain_outbox, to_email
+from .compose import to_email
+from .outbox import drain_outbox
 
 log = logging.getLogger("pbmserv.handle")
 

@@ -27,7 +27,7 @@ from sqlalchemy import func, insert, select, text, update
 
 from ..app.pipe import handle_raw
 from ..config import Config
-from ..gametypes import board_size
+from ..gametypes import GAME_TYPES, board_size
 from ..mail.imap import connect
 from ..rules import parse_tpn, render_board
 from ..service import CommandError, Service
@@ -50,8 +50,8 @@ def progress(done: int, total: int, what: str) -> None:
 
 
 async def _game(uow: UnitOfWork, game_type: str, number: str, lock: bool = False) -> Game:
-    if game_type not in ("terrace", "terrace6x6"):
-        raise AdminError(f"game type must be terrace or terrace6x6, not {game_type!r}")
+    if game_type not in GAME_TYPES:
+        raise AdminError(f"game type must be {' or '.join(GAME_TYPES)}, not {game_type!r}")
     if not number.isdigit():
         raise AdminError(f"{number!r} is not a board number")
     game = await uow.games.get(game_type, int(number), lock=lock)

@@ -68,8 +68,7 @@ def _cmd_handle(args: argparse.Namespace) -> int:
     raw = read_stdin()
     if not raw.strip():
         raise UsageError("handle reads one mail (RFC 5322) on standard input; it was empty")
-    result = asyncio.run(handle_raw(cfg, raw, print_to=sys.stdout.buffer if args.print else None))
-    print(result.log_line(), file=sys.stderr)
+    asyncio.run(handle_raw(cfg, raw, print_to=sys.stdout.buffer if args.print else None))  # it logs its one line
     return 0
 
 

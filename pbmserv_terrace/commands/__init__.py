@@ -1,7 +1,7 @@
-"""Mail text → command objects (COMMANDS.md §1).  Pure: imports only the standard library."""
+"""Mail text → command objects (COMMANDS.md §1).  Pure: no database, no network;
+the game types come from :mod:`pbmserv_terrace.gametypes`."""
 
 from .parse import (
-    GAME_TYPES,
     NO_COMMAND,
     Command,
     ParsedMail,
@@ -15,7 +15,6 @@ from .quotes import own_text
 from .reply import REPLY_VERBS, ReplyCommand, reply_command
 
 __all__ = [
-    "GAME_TYPES",
     "NO_COMMAND",
     "REPLY_VERBS",
     "Command",

@@ -12,9 +12,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from ..gametypes import DEFAULT_GAME_TYPE, GAME_TYPES
 from .quotes import own_text
 
-GAME_TYPES = ("terrace", "terrace6x6")
 ACCOUNT_VERBS = ("signup", "change", "signoff", "delete", "help", "list", "message", "broadcast", "multiple", "all")
 GAME_VERBS = (
     "challenge", "move", "resign", "queue", "submit", "confirm", "preview", "chat", "show", "showas", "games",
@@ -137,7 +137,7 @@ def parse_line(line: str, comment: str = "") -> Command | str:
         if verb is None:
             return f"'{_clip(words[0])}' is not a command; mail 'help' for the list of commands"
         if verb not in ACCOUNT_VERBS:
-            game_type = "terrace"  # the server's main game; 'move 101 …' means 'terrace move 101 …'
+            game_type = DEFAULT_GAME_TYPE  # the server's main game; 'move 101 …' means 'terrace move 101 …'
     return Command(verb=verb, game_type=game_type, words=words[1:], params=params, options=options, comment=comment, text=raw)
 
 

@@ -19,7 +19,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .parse import GAME_TYPES, looks_like_command
+from ..gametypes import GAME_TYPES
+from .parse import looks_like_command
 from .quotes import own_text
 
 __all__ = ["REPLY_VERBS", "ReplyCommand", "own_text", "reply_command"]

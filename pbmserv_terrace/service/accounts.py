@@ -4,6 +4,7 @@ message, broadcast."""
 from __future__ import annotations
 
 from ..commands import Command
+from ..gametypes import GAME_TYPES
 from ..render import render
 from ..rules import (
     render_board,
@@ -100,11 +101,12 @@ HELP_TOPICS = {"": "help_general.txt", "commands": "help_commands.txt", "terrace
 
 
 def help_values(ctx: Ctx, game_type: str) -> dict[str, object]:
-    n = 6 if game_type == "terrace6x6" else 8
+    kind = GAME_TYPES[game_type]
+    n = kind.board_size
     return {
         "server_name": ctx.server_name,
         "address": ctx.config.server.address,
-        "title": "Terrace6x6" if n == 6 else "Terrace",
+        "title": kind.title,
         "n": n,
         "board": render_board(start_position("long", n)),
     }

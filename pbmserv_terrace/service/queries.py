@@ -4,7 +4,7 @@ history, preview, help, list, all show.  Every answer goes to the sender only.""
 from __future__ import annotations
 
 from ..commands import Command
-from ..gametypes import board_size, game_title
+from ..gametypes import GAME_TYPES, board_size, game_title
 from ..render import GameView, PlayerView, move_table
 from ..rules import (
     NotationError,
@@ -271,11 +271,11 @@ async def preview(ctx: Ctx, cmd: Command) -> None:
 async def list_(ctx: Ctx, cmd: Command) -> None:
     if cmd.words:
         game_type = cmd.words[0].lower()
-        if game_type not in ("terrace", "terrace6x6"):
-            raise CommandError(f"this server runs terrace and terrace6x6, not '{game_type[:30]}'")
+        if game_type not in GAME_TYPES:
+            raise CommandError(f"this server runs {' and '.join(GAME_TYPES)}, not '{game_type[:30]}'")
         await games_table(ctx, game_type, [], "active")
         return
-    rows = [{"game_type": t, "active": await ctx.uow.games.count_active(t)} for t in ("terrace", "terrace6x6")]
+    rows = [{"game_type": t, "active": await ctx.uow.games.count_active(t)} for t in GAME_TYPES]
     ctx.reply(f"{ctx.server_name} games", "list.txt", rows=rows, server_name=ctx.server_name)
 
 

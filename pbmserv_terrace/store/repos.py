@@ -41,10 +41,6 @@ class Users:
         rows = await self.s.execute(select(User.userid, User.password_hash).where(User.userid.in_(list(userids))))
         return {userid: stored for userid, stored in rows.tuples()}
 
-    async def by_id(self, ids: Sequence[int]) -> dict[int, User]:
-        rows = (await self.s.execute(select(User).where(User.id.in_(list(ids))))).scalars()
-        return {u.id: u for u in rows}
-
     def add(self, user: User) -> None:
         self.s.add(user)
 

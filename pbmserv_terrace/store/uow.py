@@ -36,7 +36,6 @@ class UnitOfWork:
     def __init__(self, db: Database) -> None:
         self.db = db
         self._stack = contextlib.AsyncExitStack()
-        self.committed = False
 
     async def __aenter__(self) -> UnitOfWork:
         self.session = await self._stack.enter_async_context(self.db.session())
@@ -56,7 +55,3 @@ class UnitOfWork:
 
     async def commit(self) -> None:
         await self.session.commit()
-        self.committed = True
-
-    async def rollback(self) -> None:
-        await self.session.rollback()

@@ -238,7 +238,6 @@ class _RelayHandler:
     def __init__(self, dovecot: DovecotServer) -> None:
         self.dovecot = dovecot
         self.paused = threading.Event()
-        self.received = 0
 
     async def handle_RCPT(self, server: Any, session: Any, envelope: Any, address: str, rcpt_options: list[str]) -> str:
         if self.paused.is_set():
@@ -253,7 +252,6 @@ class _RelayHandler:
             return "421 4.3.2 relay paused for a test"
         data = envelope.original_content or envelope.content
         await asyncio.to_thread(self.dovecot.deliver, envelope.mail_from, list(envelope.rcpt_tos), data)
-        self.received += 1
         return "250 OK delivered"
 
 
