@@ -17,6 +17,7 @@ from datetime import datetime
 
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import lazyload
 
 from .models import FinishedGame, Game, MoveRecord, Rating, Seat, User
 
@@ -98,7 +99,7 @@ class RatedResult:
     board_number: int
 
 
-def _game_row(game: Game) -> GameRow:
+def _game_row(game: Game, seats: Sequence[SeatRow] | None = None) -> GameRow:
     return GameRow(
         id=game.id,
         game_type=game.game_type,
@@ -117,7 +118,9 @@ def _game_row(game: Game) -> GameRow:
         created_at=game.created_at,
         last_move_at=game.last_move_at,
         finished_at=game.finished_at,
-        seats=tuple(
+        seats=tuple(seats)
+        if seats is not None
+        else tuple(
             SeatRow(s.seat, s.user.userid, s.active, s.resign_pending, s.user.public_comments)
             for s in sorted(game.seats, key=lambda s: s.seat)
         ),
@@ -133,11 +136,24 @@ class Archive:
     async def ping(self) -> bool:
         return (await self.s.execute(select(func.count()).select_from(Game).where(Game.id == 0))).scalar_one() == 0
 
-    async def game(self, game_type: str, board_number: int) -> GameRow | None:
-        """A board with its seats and their userids (one round trip with the joins)."""
-        stmt = select(Game).where(Game.game_type == game_type, Game.board_number == board_number)
-        game = (await self.s.execute(stmt)).scalar_one_or_none()
-        return _game_row(game) if game is not None else None
+    async def game(self, game_type: str, board_number: int) -> tuple[GameRow, dict[str, float]] | None:
+        """A board, its seats' userids and those players' ratings in this game type, in one
+        statement (one row per seat: the unique board key, then seats by game)."""
+        stmt = (
+            select(Game, Seat.seat, Seat.active, Seat.resign_pending, User.userid, User.public_comments, Rating.rating)
+            .join(Seat, Seat.game_id == Game.id)
+            .join(User, User.id == Seat.user_id)
+            .outerjoin(Rating, (Rating.user_id == User.id) & (Rating.game_type == Game.game_type))
+            .where(Game.game_type == game_type, Game.board_number == board_number)
+            .order_by(Seat.seat)
+            .options(lazyload(Game.seats))
+        )
+        rows = (await self.s.execute(stmt)).all()
+        if not rows:
+            return None
+        seats = [SeatRow(seat, userid, active, pending, public) for _, seat, active, pending, userid, public, _ in rows]
+        ratings = {userid: rating for *_, userid, _, rating in rows if rating is not None}
+        return _game_row(rows[0][0], seats), ratings
 
     async def moves(self, game_id: int) -> list[MoveRow]:
         stmt = (
@@ -196,13 +212,12 @@ class Archive:
             for r, userid in (await self.s.execute(stmt.order_by(Rating.game_type))).all()
         ]
 
-    async def ratings_of(self, userids: Sequence[str], game_type: str) -> dict[str, float]:
-        stmt = (
-            select(User.userid, Rating.rating)
-            .join(Rating, Rating.user_id == User.id)
-            .where(User.userid.in_(list(userids)), Rating.game_type == game_type)
-        )
-        return {u: r for u, r in (await self.s.execute(stmt)).all()}
+    async def ratings_version(self) -> tuple[int, int, float]:
+        """(rows, games, rating sum) of the ratings table: changes whenever any rating
+        changes, a user is rated for the first time or a rated user is deleted."""
+        stmt = select(func.count(), func.coalesce(func.sum(Rating.games), 0), func.coalesce(func.sum(Rating.rating), 0.0))
+        count, games, total = (await self.s.execute(stmt)).one()
+        return int(count), int(games), float(total)
 
     async def standings(self, game_type: str) -> list[StandingRow]:
         stmt = (

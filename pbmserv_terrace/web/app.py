@@ -99,6 +99,8 @@ class Site:
         self.server_name = server_name
         self.public_url = public_url.rstrip("/")
         self.ratings = RatingHistory()
+        self.standings: tuple[tuple[int, int, float], str] | None = None
+        """the rendered standings page and the ratings version it shows"""
 
     def base(self, request: Request) -> str:
         """The absolute URL of the site: ``public_url`` when configured, else as requested."""

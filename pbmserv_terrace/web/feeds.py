@@ -28,7 +28,7 @@ def stamp(when: datetime) -> str:
 async def board_text(request: Request) -> Response:
     site = site_of(request)
     async with site.db.reading() as session:
-        game, moves = await load_board(Archive(session), request)
+        game, moves, _ratings = await load_board(Archive(session), request)
     final = replay(game, moves, game.ply)
     max_age = LIVE_MAX_AGE if game.status == "active" else FINAL_MAX_AGE
     return cached(
@@ -43,7 +43,7 @@ async def board_text(request: Request) -> Response:
 async def board_feed(request: Request) -> Response:
     site = site_of(request)
     async with site.db.reading() as session:
-        game, moves = await load_board(Archive(session), request)
+        game, moves, _ratings = await load_board(Archive(session), request)
     base = site.base(request)
     names = {s.seat: s.userid for s in game.seats}
     entries = []

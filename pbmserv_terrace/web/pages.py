@@ -32,12 +32,14 @@ def board_url(game: GameRow | tuple[str, int], ply: int | None = None) -> str:
     return f"/boards/{game_type}/{number}" + ("" if ply is None else f"?ply={ply}")
 
 
-async def load_board(archive: Archive, request: Request) -> tuple[GameRow, list[MoveRow]]:
+async def load_board(archive: Archive, request: Request) -> tuple[GameRow, list[MoveRow], dict[str, float]]:
+    """The board named by the path, its moves and its players' ratings (two statements)."""
     game_type, number = game_type_of(request), int(request.path_params["number"])
-    game = await archive.game(game_type, number)
-    if game is None:
+    found = await archive.game(game_type, number)
+    if found is None:
         raise NotFound(f"{title(game_type)} board {number}: there is no such board")
-    return game, await archive.moves(game.id)
+    game, ratings = found
+    return game, await archive.moves(game.id), ratings
 
 
 def requested_ply(request: Request, game: GameRow) -> int:
@@ -80,8 +82,12 @@ async def standings(request: Request) -> Response:
     site = site_of(request)
     async with site.db.reading() as session:
         archive = Archive(session)
-        tables = [(game_type, title(game_type), await archive.standings(game_type)) for game_type in GAME_TYPES]
-    return cached(request, site.render("standings.html", tables=tables), key="standings")
+        version = await archive.ratings_version()
+        if site.standings is None or site.standings[0] != version:
+            # rendering a few thousand rows costs tens of ms: keep the page until a rating changes
+            tables = [(game_type, title(game_type), await archive.standings(game_type)) for game_type in GAME_TYPES]
+            site.standings = (version, site.render("standings.html", tables=tables))
+    return cached(request, site.standings[1], key="standings")
 
 
 async def healthz(request: Request) -> Response:
@@ -109,8 +115,7 @@ async def board(request: Request) -> Response:
     site = site_of(request)
     async with site.db.reading() as session:
         archive = Archive(session)
-        game, moves = await load_board(archive, request)
-        ratings = await archive.ratings_of([s.userid for s in game.seats], game.game_type)
+        game, moves, ratings = await load_board(archive, request)
     ply = requested_ply(request, game)
     frame = replay(game, moves, ply)
     html = site.render(
