@@ -325,3 +325,20 @@ def test_moves_written_later_appear(site: Site) -> None:
     assert f"{html.escape(text)} (Auto)" in page
     assert f"of {len(positions)}" in page
     assert Game.__tablename__ == "games"
+
+
+def test_standings_page_follows_rating_changes(site: Site) -> None:
+    async def scenario(client: httpx.AsyncClient) -> tuple[str, str]:
+        before = (await client.get("/standings")).text
+        async with UnitOfWork(site.db) as uow:
+            erin = await uow.users.get("erin")
+            assert erin is not None
+            (row,) = await uow.ratings.for_update([erin.id], "terrace")
+            row.rating, row.games, row.won = 2345.0, row.games + 1, row.won + 1
+            await uow.commit()
+        return before, (await client.get("/standings")).text
+
+    before, after = site.run(scenario)
+    assert "2345" not in before
+    first_row = after.split("<tbody>")[1].split("</tr>")[0]
+    assert 'href="/players/erin"' in first_row and "2345" in first_row
