@@ -14,8 +14,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import Select, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import lazyload
 
@@ -127,6 +128,29 @@ def _game_row(game: Game, seats: Sequence[SeatRow] | None = None) -> GameRow:
     )
 
 
+def _row_of_mapping(g: Any, seats: Sequence[SeatRow]) -> GameRow:
+    return GameRow(
+        id=g["id"],
+        game_type=g["game_type"],
+        board_number=g["board_number"],
+        variant=g["variant"],
+        rated=g["rated"],
+        status=g["status"],
+        ply=g["ply"],
+        position=g["position"],
+        start_position=g["start_position"],
+        winner_seat=g["winner_seat"],
+        result=g["result"],
+        draw_votes=tuple(g["draw_votes"]),
+        undo_votes=tuple(g["undo_votes"]),
+        comment=g["comment"],
+        created_at=g["created_at"],
+        last_move_at=g["last_move_at"],
+        finished_at=g["finished_at"],
+        seats=tuple(seats),
+    )
+
+
 class Archive:
     """The web's read-only repository over one :meth:`Database.reading` session."""
 
@@ -169,13 +193,12 @@ class Archive:
 
     async def newest_active(self, game_type: str, limit: int) -> list[GameRow]:
         """The newest active boards (highest numbers): a backward walk of ix_games_type_status."""
-        stmt = (
-            select(Game)
+        return await self._rows(
+            select(*Game.__table__.c)
             .where(Game.game_type == game_type, Game.status == "active")
             .order_by(Game.board_number.desc())
             .limit(limit)
         )
-        return [_game_row(g) for g in (await self.s.execute(stmt)).scalars()]
 
     async def recent_finished(self, game_type: str, limit: int) -> list[FinishedRow]:
         stmt = (
@@ -202,8 +225,26 @@ class Archive:
     async def games_of_user(self, user_id: int, limit: int) -> list[GameRow]:
         """The user's boards, the most recently moved first (ix_seats_user, then games by key)."""
         ids = select(Seat.game_id).where(Seat.user_id == user_id)
-        stmt = select(Game).where(Game.id.in_(ids)).order_by(Game.last_move_at.desc(), Game.id.desc()).limit(limit)
-        return [_game_row(g) for g in (await self.s.execute(stmt)).scalars()]
+        return await self._rows(
+            select(*Game.__table__.c).where(Game.id.in_(ids)).order_by(Game.last_move_at.desc(), Game.id.desc()).limit(limit)
+        )
+
+    async def _rows(self, stmt: Select[Any]) -> list[GameRow]:
+        """Games selected by ``stmt`` (all columns of games) with their seats: two column
+        reads and no ORM objects, since a list page shows hundreds of boards."""
+        games = [row._mapping for row in (await self.s.execute(stmt)).all()]
+        if not games:
+            return []
+        seat_stmt = (
+            select(Seat.game_id, Seat.seat, Seat.active, Seat.resign_pending, User.userid, User.public_comments)
+            .join(User, User.id == Seat.user_id)
+            .where(Seat.game_id.in_([g["id"] for g in games]))
+            .order_by(Seat.game_id, Seat.seat)
+        )
+        seats: dict[int, list[SeatRow]] = {}
+        for game_id, seat, active, pending, userid, public in (await self.s.execute(seat_stmt)).all():
+            seats.setdefault(game_id, []).append(SeatRow(seat, userid, active, pending, public))
+        return [_row_of_mapping(g, seats.get(g["id"], [])) for g in games]
 
     async def ratings_of_user(self, user_id: int) -> list[tuple[str, StandingRow]]:
         stmt = select(Rating, User.userid).join(User, User.id == Rating.user_id).where(Rating.user_id == user_id)
