@@ -134,7 +134,7 @@ def main() -> None:
     args = parser.parse_args()
     stats: dict[str, Stats] = {}
     print(f"{'match':<20} {'board':<8} {'W':>3} {'D':>3} {'L':>3} {'score':>6}  Elo [95 %]          target")
-    for pair in args.pairs.split(","):
+    for pair in args.pairs.split(",") if args.games > 0 else []:
         a, b = pair.split("-")
         for board in args.boards.split(","):
             n, variant = int(board[0]), board[1:]
