@@ -82,8 +82,8 @@ class SearchBoard:
             self.tsq[a] = -1 if t is None else t
         self.piece_keys, self.turn_keys = keys(n)
         self.hash = hash_board(n, self.board, self.to_move)
-        won = pos._winner_on_board()
-        self.winner = won[0] if won else 0
+        out = pos.outcome()
+        self.winner = out.winner if out is not None and out.winner is not None else 0
 
     # ----------------------------------------------------------------- queries
     def alive(self) -> list[int]:

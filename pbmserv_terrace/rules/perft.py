@@ -33,14 +33,14 @@ def perft(pos: Position, depth: int) -> int:
 
 def _perft2(pos: Position) -> int:
     """perft(pos, 2): for each move, the reply count, recounted incrementally."""
-    if pos._winner_on_board() is not None:
+    if pos.outcome() is not None:  # won, or no legal move: no sequences
         return 0
     geo = pos.geo
     board, occ, army_mask, size_mask = pos.board, pos.occ, pos.army_mask, pos.size_mask
     up, down, capture, reach, tmask, infl = geo.up, geo.down, geo.capture, geo.reach, geo.terrace_mask, geo.influence
     full = geo.full
     mover = pos.to_move
-    opp = pos._next_army(mover)
+    opp = next((a for a in ((mover + k - 1) % 4 + 1 for k in (1, 2, 3)) if army_mask[a]), mover)
     if opp == mover:
         return 0
     goal = goal_square(geo.n, mover)

@@ -26,8 +26,8 @@ def test_incremental_hash_and_moves_follow_the_rules_along_random_games(seed, n,
         assert sb.hash == full_hash(pos)
         assert sorted(sb.moves()) == sorted(encode(m) for m in pos.legal_moves())
         assert sb.to_move == pos.to_move
-        won = pos._winner_on_board()
-        assert sb.winner == (won[0] if won else 0)
+        out = pos.outcome()
+        assert sb.winner == (out.winner or 0 if out else 0)
         moves = sb.moves()
         if not moves:
             break
