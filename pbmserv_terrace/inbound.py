@@ -28,6 +28,11 @@ class InboundMail:
     is_report: bool = False
     """multipart/report (delivery or disposition notification)"""
     raw_size: int = 0
+    recipients: list[str] = field(default_factory=list)
+    """where it was addressed: envelope recipients (X-Original-To, Delivered-To)
+    first, then To and Cc (bare addresses)"""
+    references: list[str] = field(default_factory=list)
+    """Message-IDs it answers: In-Reply-To, then References (newest first)"""
 
     @cached_property
     def parsed(self) -> ParsedMail:

@@ -12,12 +12,13 @@ import pytest
 from pbmserv_terrace.app.pipe import save_failed
 
 
-def run(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def run(tmp_path: Path, *args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PBMSERV_")}
     env["PBMSERV_DATABASE_URL"] = f"sqlite:///{tmp_path}/club.db"
     return subprocess.run(
-        [sys.executable, "-m", "pbmserv_terrace", *args], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
-    )
+        [sys.executable, "-m", "pbmserv_terrace", *args],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120, input=stdin,
+    )  # fmt: skip
 
 
 def eml(sender: str, subject: str, n: int) -> bytes:
@@ -54,20 +55,25 @@ def test_listing_and_showing(club):
         (["admin", "game", "terrace", "abc"], "is not a board number"),
         (["admin", "game", "terrace", "999"], "there is no terrace board 999"),
         (["admin", "user", "nobody"], "there is no user"),
-        (["admin", "reset-password", "nobody", "pw"], "there is no (undeleted) user"),
-        (["admin", "reset-password", "ann", "has space"], "a password is"),
+        (["admin", "reset-password", "nobody"], "there is no (undeleted) user"),
+        (["admin", "reset-password", "ann"], "give the new password on standard input"),
         (["admin", "remove", "terrace", "999"], "there is no terrace board 999"),
         (["admin", "restore", "missing.jsonl"], "does not exist"),
         (["admin", "replay", "missing.eml"], "does not exist"),
     ],
 )
 def test_bad_arguments_are_clear_errors(club, args, message):
-    out = run(club, *args)
+    out = run(club, *args, stdin="pw\n" if args[-1] == "nobody" else "")
     assert out.returncode == 2 and message in out.stderr and "Traceback" not in out.stderr
 
 
 def test_reset_password_remove_export_resend(club):
-    assert "reset" in run(club, "admin", "reset-password", "ann", "fresh").stdout
+    spaced = run(club, "admin", "reset-password", "ann", stdin="has space\n")
+    assert spaced.returncode == 2 and "a password is" in spaced.stderr
+    # the password never is an argument (shell history, ps): it comes on standard input
+    assert "reset" in run(club, "admin", "reset-password", "ann", stdin="fresh\n").stdout
+    assert run(club, "admin", "reset-password", "ann", "fresh").returncode == 2
+    assert "reply-key secret replaced" in run(club, "admin", "rotate-reply-keys").stdout
     assert "removed" in run(club, "admin", "remove", "terrace", "102", "--reason", "test").stdout
     assert "removed" in run(club, "admin", "games", "--status", "removed").stdout
     out = run(club, "admin", "export", "terrace", "all", "games")

@@ -21,4 +21,5 @@ def to_email(row: OutboxMessage, config: Config) -> Message:
         message_id=row.message_id,
         in_reply_to=row.in_reply_to,
         date=row.created_at,
+        reply_to=row.reply_to,
     )

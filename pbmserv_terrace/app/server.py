@@ -89,7 +89,7 @@ class Server:
         if self.runner.in_flight == 0:
             self._held, self._hold_all = set(), False
         for raw, (mail, checks) in zip(raws, prepared, strict=True):
-            keys = self.service.conflict_keys(mail) if isinstance(mail, InboundMail) else frozenset()
+            keys = self.service.conflict_keys(mail, self.config.server.address) if isinstance(mail, InboundMail) else frozenset()
 
             async def passwords(checks: list[asyncio.Future[bool]] = checks) -> None:
                 # never hold a transaction (SQLite: the write lock) while scrypt runs

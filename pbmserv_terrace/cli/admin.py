@@ -1,7 +1,8 @@
 """``pbmserv-terrace admin …``: the operator's tools.
 
 games / game / users / user      look around
-reset-password USER NEWPASSWORD  for a player who forgot theirs
+reset-password USER              for a player who forgot theirs (the password is asked for)
+rotate-reply-keys                cancel every reply address sent so far (a new secret)
 remove TYPE BOARD                take a board out of play (players are told)
 replay [FILE ...]                run failed mails again (IMAP 'failed' folder or the failed/ directory)
 resend [--failed]                put failed or waiting replies back in the outbox queue, due now
@@ -17,7 +18,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import base64
+import getpass
 import json
+import secrets
 import sys
 from datetime import datetime
 from pathlib import Path
@@ -34,6 +37,7 @@ from ..service import CommandError, Service
 from ..service.args import check_password
 from ..service.boards import mail_game
 from ..service.passwords import hash_password
+from ..service.replykeys import SECRET_NAME as REPLY_SECRET
 from ..store import Base, Database, Game, OutboxMessage, UnitOfWork, User, utcnow
 from .common import CliError, config_from_args
 
@@ -113,7 +117,22 @@ async def user(db: Database, args: argparse.Namespace) -> None:
 
 
 # ------------------------------------------------------------------ changing
+def read_new_password(args: argparse.Namespace) -> str:
+    """The new password: prompted for twice on a terminal, else one line of
+    standard input; never a command-line argument (shell history, ps)."""
+    if sys.stdin.isatty():
+        first = getpass.getpass(f"new password for {args.userid}: ")
+        if getpass.getpass("again: ") != first:
+            raise AdminError("the two passwords differ; nothing changed")
+        return first
+    line = sys.stdin.readline()
+    if not line.strip():
+        raise AdminError("give the new password on standard input (one line), or run this on a terminal to be asked")
+    return line.rstrip("\r\n")
+
+
 async def reset_password(db: Database, args: argparse.Namespace) -> None:
+    args.password = read_new_password(args)
     try:
         check_password(args.password)
     except CommandError as exc:
@@ -123,8 +142,18 @@ async def reset_password(db: Database, args: argparse.Namespace) -> None:
         if u is None or u.is_deleted:
             raise AdminError(f"there is no (undeleted) user {args.userid!r}")
         u.password_hash = hash_password(args.password)
+        u.key_generation += 1
         await uow.commit()
     print(f"password of {args.userid.lower()} reset")
+
+
+async def rotate_reply_keys(db: Database, args: argparse.Namespace) -> None:
+    async with UnitOfWork(db) as uow:
+        await uow.secrets.put(REPLY_SECRET, secrets.token_hex(32))
+        await uow.commit()
+    print(
+        "reply-key secret replaced: replies to board mails sent before now are refused as no longer valid; new mails carry new keys"
+    )
 
 
 async def remove(db: Database, config: Config, args: argparse.Namespace) -> None:
@@ -265,7 +294,10 @@ async def restore(db: Database, args: argparse.Namespace) -> None:
         async with db.engine.begin() as conn:
             if (await conn.execute(select(func.count()).select_from(User))).scalar_one():
                 raise AdminError("the target database already has users; restore only into an empty database")
+            # rows the migrations seed (board counters, the reply-key secret) come from the backup instead
             await conn.execute(text("DELETE FROM board_counters"))
+            if "server_secrets" in Base.metadata.tables and header["schema"] >= "0003":
+                await conn.execute(text("DELETE FROM server_secrets"))
             batch: dict[str, list[dict[str, Any]]] = {}
             count = 0
             for line in f:
@@ -303,9 +335,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--limit", type=int, default=10000)
     p = asub.add_parser("user", help="show one user")
     p.add_argument("userid")
-    p = asub.add_parser("reset-password", help="set a user's password")
+    p = asub.add_parser("reset-password", help="set a user's password (asked for, or read from standard input)")
     p.add_argument("userid")
-    p.add_argument("password")
+    p = asub.add_parser("rotate-reply-keys", help="replace the reply-key secret: every reply address sent so far stops working")
     p = asub.add_parser("remove", help="remove a board from play")
     p.add_argument("game_type")
     p.add_argument("board")
@@ -340,6 +372,7 @@ def cmd_admin(args: argparse.Namespace) -> int:
                 handler = {
                     "games": games, "game": game, "users": users, "user": user, "reset-password": reset_password,
                     "resend": resend, "export": export, "backup": backup, "restore": restore,
+                    "rotate-reply-keys": rotate_reply_keys,
                 }[command]  # fmt: skip
                 await handler(db, args)
         finally:

@@ -9,10 +9,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import os
 import sys
 from collections.abc import Callable, Sequence
 
 from ..app.pipe import handle_raw, read_stdin
+from ..mail.message import with_envelope_recipients
 from ..rules import NotationError, parse_tpn, render_board, start_position
 from ..rules.perft import perft
 from ..store import Database
@@ -68,6 +70,11 @@ def _cmd_handle(args: argparse.Namespace) -> int:
     raw = read_stdin()
     if not raw.strip():
         raise UsageError("handle reads one mail (RFC 5322) on standard input; it was empty")
+    # the envelope recipient (a reply key may be only there): --recipient, else what
+    # Postfix's pipe(8)/local(8) put in the environment
+    recipient = args.recipient or os.environ.get("ORIGINAL_RECIPIENT") or os.environ.get("RECIPIENT")
+    if recipient:
+        raw = with_envelope_recipients(raw, [recipient])
     asyncio.run(handle_raw(cfg, raw, print_to=sys.stdout.buffer if args.print else None))  # it logs its one line
     return 0
 
@@ -96,6 +103,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("handle", help="process one mail from standard input (pipe mode)")
     p.add_argument("--config", help="TOML config file (default ./pbmserv.toml if present)")
     p.add_argument("--print", action="store_true", help="write the replies to stdout as an mbox; send nothing")
+    p.add_argument(
+        "--recipient", help="the envelope recipient (default: $ORIGINAL_RECIPIENT or $RECIPIENT, as Postfix sets them)"
+    )
     p.set_defaults(handler=_cmd_handle)
 
     serve.register(sub)

@@ -9,8 +9,8 @@ import mailbox
 import signal
 import sys
 import urllib.request
-from email.message import EmailMessage
-from email.utils import formatdate, make_msgid
+from email.message import EmailMessage, Message
+from email.utils import formatdate, make_msgid, parseaddr
 
 import aiosmtplib
 
@@ -41,12 +41,27 @@ def cmd_send(args: argparse.Namespace) -> int:
     cfg = config_from_args(args)
     msg = EmailMessage()
     msg["From"] = args.sender
-    msg["To"] = cfg.server.address
-    msg["Subject"] = args.subject
     msg["Date"] = formatdate(localtime=True)
     msg["Message-ID"] = make_msgid(domain=args.sender.rpartition("@")[2] or "localhost")
-    body = args.body if args.body is not None else ("" if sys.stdin.isatty() else sys.stdin.read())
-    msg.set_content(body or "\n")
+    if args.reply_to_last:
+        # what a mail client's Reply does: to the Reply-To (else From), Re: subject,
+        # In-Reply-To/References, the text on top and the original quoted below
+        text = args.subject if args.body is None else f"{args.subject}\n{args.body}"
+        original = newest_mail(cfg, args.sender)
+        to = parseaddr(str(original["Reply-To"] or original["From"]))[1]
+        subject = str(original["Subject"] or "")
+        msg["To"] = to
+        msg["Subject"] = subject if subject.lower().startswith("re:") else f"Re: {subject}"
+        msg["In-Reply-To"] = msg["References"] = str(original["Message-ID"])
+        quoted = "\n".join("> " + line for line in mail_text(original).splitlines())
+        msg.set_content(f"{text}\n\nOn {original['Date']}, {original['From']} wrote:\n{quoted}\n")
+        recipient, shown = to, f"reply to {to}"
+    else:
+        msg["To"] = cfg.server.address
+        msg["Subject"] = args.subject
+        body = args.body if args.body is not None else ("" if sys.stdin.isatty() else sys.stdin.read())
+        msg.set_content(body or "\n")
+        recipient, shown = cfg.server.address, args.subject
     if not cfg.uses_smtp:  # the embedded listener: plain SMTP on loopback
         cfg.smtp = SmtpConfig(host=cfg.embedded.listen_host, port=cfg.embedded.listen_port, tls="none")
     host, port = cfg.smtp.host, cfg.smtp.port
@@ -54,7 +69,7 @@ def cmd_send(args: argparse.Namespace) -> int:
 
     async def submit() -> None:
         try:
-            await delivery.deliver(msg, cfg.server.address)
+            await delivery.deliver(msg, recipient)
         finally:
             await delivery.close()
 
@@ -62,8 +77,28 @@ def cmd_send(args: argparse.Namespace) -> int:
         asyncio.run(submit())
     except (OSError, aiosmtplib.SMTPException, PermanentFailure) as exc:
         raise CliError(f"could not hand the mail to {host}:{port}: {exc} (is `pbmserv-terrace serve` running?)") from None
-    print(f"sent to {cfg.server.address} via {host}:{port}: {args.subject}")
+    print(f"sent to {recipient} via {host}:{port}: {shown}")
     return 0
+
+
+def newest_mail(cfg: Config, address: str) -> mailbox.MaildirMessage:
+    """The newest mail in ``address``'s local Maildir (the embedded default's)."""
+    folder = MaildirDelivery(cfg.embedded.maildir_root).folder(address)
+    if not folder.exists():
+        raise CliError(f"no mail for {address} yet ({folder} does not exist): nothing to reply to")
+    box = mailbox.Maildir(folder, create=False)
+    messages = sorted(box, key=lambda m: (m.get_date(), str(m["Date"])))
+    if not messages:
+        raise CliError(f"no mail for {address} yet: nothing to reply to")
+    return messages[-1]
+
+
+def mail_text(msg: Message) -> str:
+    """The plain-text part of a mail (the first one), decoded."""
+    part = next((p for p in msg.walk() if p.get_content_type() == "text/plain"), msg)
+    payload = part.get_payload(decode=True)
+    text = payload.decode(part.get_content_charset() or "utf-8", "replace") if isinstance(payload, bytes) else ""
+    return text.replace("\r\n", "\n").rstrip("\n")
 
 
 def cmd_inbox(args: argparse.Namespace) -> int:
@@ -78,12 +113,11 @@ def cmd_inbox(args: argparse.Namespace) -> int:
     for i, msg in enumerate(messages):
         if i:
             print("\n" + "=" * 72 + "\n")
-        for header in ("From", "To", "Date", "Subject"):
-            print(f"{header}: {msg[header]}")
-        payload = msg.get_payload(decode=True)
-        text = payload.decode(msg.get_content_charset() or "utf-8", "replace") if isinstance(payload, bytes) else ""
+        for header in ("From", "To", "Reply-To", "Date", "Subject"):
+            if msg[header] is not None:
+                print(f"{header}: {msg[header]}")
         print()
-        print(text.replace("\r\n", "\n").rstrip("\n"))
+        print(mail_text(msg))
     if not messages:
         print(f"(no mail for {args.address})")
     return 0
@@ -169,8 +203,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.set_defaults(handler=cmd_serve)
     p = add("send", "mail a command to the server (embedded listener or configured SMTP)")
     p.add_argument("--from", dest="sender", required=True, help="your address")
-    p.add_argument("subject", help="the command, e.g. 'terrace show 101'")
+    p.add_argument(
+        "subject", help="the command, e.g. 'terrace show 101' (with --reply-to-last: the reply's first line, e.g. d2-e3)"
+    )
     p.add_argument("body", nargs="?", help="the message (default: standard input if it is not a terminal)")
+    p.add_argument("--reply-to-last", action="store_true",
+                   help="answer the newest mail in your local inbox the way a mail client's Reply does (no password needed)")  # fmt: skip
     p.set_defaults(handler=cmd_send)
     p = add("inbox", "print the replies in a local Maildir (embedded default)")
     p.add_argument("address")

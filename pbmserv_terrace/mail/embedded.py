@@ -15,9 +15,12 @@ from typing import Any
 
 from aiosmtpd.smtp import SMTP, Envelope, Session
 
+from .message import with_envelope_recipients
+
 log = logging.getLogger("pbmserv.embedded")
 
 RawHandler = Callable[[bytes], Awaitable[None]]
+
 MAX_MESSAGE = 12 * 1024 * 1024
 
 
@@ -28,6 +31,9 @@ class _Handler:
     async def handle_DATA(self, server: SMTP, session: Session, envelope: Envelope) -> str:
         content = envelope.original_content or envelope.content
         raw = content if isinstance(content, bytes) else str(content).encode("utf-8", "surrogateescape")
+        # the envelope recipients travel with the mail, as an MTA's X-Original-To would
+        # (a reply key in RCPT TO is found even when the To header lost it)
+        raw = with_envelope_recipients(raw, list(envelope.rcpt_tos))
         try:
             await self.handle(raw)
         except Exception:

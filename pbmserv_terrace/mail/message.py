@@ -14,16 +14,17 @@ import hashlib
 import html
 import re
 from datetime import UTC, datetime
-from email.header import Header
+from email.header import Header, decode_header, make_header
 from email.message import Message
 from email.parser import BytesParser
-from email.utils import format_datetime, formataddr, parseaddr
+from email.utils import format_datetime, formataddr, getaddresses, parseaddr
 
 from ..inbound import InboundMail, is_valid_address
 
 MAX_BODY_CHARS = 200_000
 """Longer bodies are cut: no command needs more, and replies quote the original."""
 MAX_SUBJECT_CHARS = 2_000
+_MSGID = re.compile(r"<[^<>\s]{1,250}>")
 
 
 _TAG = re.compile(r"<[^>]*>")
@@ -112,6 +113,14 @@ def _header(msg: Message, name: str) -> str:
     return "" if value is None else str(value)
 
 
+def with_envelope_recipients(raw: bytes, recipients: list[str]) -> bytes:
+    """``raw`` with an ``X-Original-To`` header per envelope recipient in front."""
+    head = b"".join(
+        b"X-Original-To: " + r.encode("ascii", "replace").replace(b"\r", b"").replace(b"\n", b"") + b"\r\n" for r in recipients
+    )
+    return head + raw
+
+
 def parse_message(raw: bytes) -> InboundMail:
     """Read a raw RFC 5322 message.  Never raises on malformed input: whatever the
     ``email`` package recovers is used; a missing Message-ID gets a stable one made
@@ -142,8 +151,21 @@ def parse_message(raw: bytes) -> InboundMail:
         )
         if msg.get(name) is not None
     }
+    recipients: list[str] = []
+    for name in ("X-Original-To", "Delivered-To", "To", "Cc"):
+        try:
+            values = [str(v) for v in msg.get_all(name, [])]
+        except Exception:
+            continue
+        for _, addr in getaddresses([" ".join(v.split()) for v in values]):
+            if addr and addr not in recipients:
+                recipients.append(addr)
+    references = _MSGID.findall(_header(msg, "In-Reply-To"))
+    references += [m for m in reversed(_MSGID.findall(_header(msg, "References"))) if m not in references]
     return InboundMail(
         sender=sender,
+        recipients=recipients[:20],
+        references=references[:20],
         subject=subject,
         body=body,
         message_id=message_id,
@@ -154,8 +176,6 @@ def parse_message(raw: bytes) -> InboundMail:
 
 
 def _decode_header(value: str) -> str:
-    from email.header import decode_header, make_header
-
     try:
         return str(make_header(decode_header(value)))
     except Exception:
@@ -182,6 +202,7 @@ def build_message(
     message_id: str,
     in_reply_to: str | None,
     date: datetime | None = None,
+    reply_to: str | None = None,
 ) -> Message:
     """A reply as a ``Message`` ready to send.  Every header value is flattened to
     one line and the recipient must be a plain address, so no caller can inject
@@ -202,6 +223,10 @@ def build_message(
     msg["Precedence"] = "bulk"
     if in_reply_to:
         msg["In-Reply-To"] = msg["References"] = _one_line(in_reply_to)
+    if reply_to:
+        if not is_valid_address(reply_to):
+            raise ValueError(f"not a usable Reply-To: {reply_to!r}")
+        msg["Reply-To"] = formataddr((_one_line(sender_name), reply_to), charset="utf-8")
     msg["MIME-Version"] = "1.0"
     if body.isascii() and all(len(line) <= _MAX_LINE for line in body.split("\n")):
         msg["Content-Type"] = 'text/plain; charset="us-ascii"'

@@ -54,20 +54,27 @@ async def signup(ctx: Ctx, cmd: Command) -> None:
 @command(
     "change",
     game=False,
-    usage="change password USERID PASSWORD NEWPASSWORD | change address USERID PASSWORD [address ...]",
+    usage="change password USERID PASSWORD NEWPASSWORD | change address USERID PASSWORD [address ...] | change keys USERID PASSWORD",
     auth=1,
 )
 async def change(ctx: Ctx, cmd: Command) -> None:
     words = need(cmd, 3)
     what = words[0].lower()
-    if what not in ("password", "address", "addresses"):
-        raise CommandError(f"'change {words[0][:30]}': you can change your password or your address")
+    if what not in ("password", "address", "addresses", "keys"):
+        raise CommandError(f"'change {words[0][:30]}': you can change your password, your address or your reply keys")
     user = await ctx.auth(words[1], words[2])
     if what == "password":
         if len(words) != 4:
             raise CommandError("'change password' needs the new password")
         user.password_hash = await ctx.service.passwords.hash_async(check_password(words[3]))
-        notice(ctx, f"{ctx.server_name}: password changed", f"The password of {user.userid} has been changed.")
+        user.key_generation += 1  # the reply addresses of older mails stop working too
+        notice(ctx, f"{ctx.server_name}: password changed", f"The password of {user.userid} has been changed.",
+               "The reply addresses of the board mails you had are no longer valid; new board mails carry new ones.")  # fmt: skip
+    elif what == "keys":
+        user.key_generation += 1
+        notice(ctx, f"{ctx.server_name}: reply keys changed",
+               f"Every reply address of the board mails sent to {user.userid} so far is cancelled.",
+               "Replies to them are refused; the next board mails carry new ones. Mail 'show BOARD' for a fresh one now.")  # fmt: skip
     else:
         user.addresses = check_addresses(words[3:]) or [ctx.sender]
         notice(ctx, f"{ctx.server_name}: address changed", f"Mail for {user.userid} now goes to: {', '.join(user.addresses)}")
@@ -96,7 +103,7 @@ async def delete(ctx: Ctx, cmd: Command) -> None:
     notice(ctx, f"{ctx.server_name}: delete {user.userid}", *lines)
 
 
-HELP_TOPICS = {"": "help_general.txt", "commands": "help_commands.txt", "terrace": "help_terrace.txt", "tutorial": "help_tutorial.txt",
+HELP_TOPICS = {"": "help_general.txt", "commands": "help_commands.txt", "reply": "help_reply.txt", "terrace": "help_terrace.txt", "tutorial": "help_tutorial.txt",
                "terrace6x6": "help_terrace.txt", "rules": "help_terrace.txt"}  # fmt: skip
 
 
@@ -112,11 +119,11 @@ def help_values(ctx: Ctx, game_type: str) -> dict[str, object]:
     }
 
 
-@command("help", game=False, usage="help [commands|terrace|tutorial]")
+@command("help", game=False, usage="help [commands|terrace|tutorial|reply]")
 async def help_(ctx: Ctx, cmd: Command) -> None:
     topic = cmd.words[0].lower() if cmd.words else ""
     if topic not in HELP_TOPICS:
-        raise CommandError(f"there is no help on '{topic[:30]}'; topics are commands, terrace, tutorial")
+        raise CommandError(f"there is no help on '{topic[:30]}'; topics are commands, terrace, tutorial, reply")
     ctx.reply(
         f"{ctx.server_name} help{(' ' + topic) if topic else ''}",
         HELP_TOPICS[topic],

@@ -9,10 +9,10 @@ import re
 from ..commands import Command
 from ..gametypes import board_size, game_title
 from ..render import CommentView, GameView, PlayerView, move_table, render
-from ..rules import Position, parse_move, parse_tpn, render_board
+from ..rules import Move, Position, goal_square, parse_move, parse_tpn, render_board
 from ..rules.pieces import piece_text
 from ..store import Game, MoveRecord, Seat, User
-from .context import CommandError, Ctx
+from .context import CommandError, Ctx, Mail
 
 RESIGN, FORFEIT = "Resign", "Forfeit"
 ROUTINE_ROUNDS = 5
@@ -207,16 +207,75 @@ async def mail_game(
     """The state-change mail to every player and subscriber (and notifiers when the
     game has ended), one body for all."""
     view = await game_view(ctx, game, notes=notes)
-    body = render(template, game=view, headline=headline, comment=comment)
+    body = render(template, game=view, headline=headline, comment=comment, example=example_move(position(game)))
     users: list[User] = [s.user for s in game.seats]
     users += await ctx.subscribers(game.id)
     if game.status != "active":
         users += await ctx.uow.watchers.notifiers(game.id)
         users += await ctx.uow.users.notify_all_users()
-    unique: dict[int, User] = {}
-    for u in users:
-        unique.setdefault(u.id, u)
-    ctx.send(list(unique.values()), subject_for(game, new=new, comment=bool(comment and comment.text)), body)
+    await send_board(ctx, game, users, subject_for(game, new=new, comment=bool(comment and comment.text)), body)
+
+
+def example_move(pos: Position) -> str:
+    """A move that is legal for the army to move, for hints: one that brings a
+    piece nearest its goal corner (``d2-e3`` at the long start), or ``d2-e3`` when
+    the army has no move."""
+    moves = pos.legal_moves()
+    if not moves:
+        return "d2-e3"
+    geo, n = pos.geo, pos.geo.n
+    gx, gy = divmod(goal_square(n, pos.to_move), n)[::-1]
+
+    def distance(sq: int) -> int:
+        y, x = divmod(sq, n)
+        return max(abs(x - gx), abs(y - gy))
+
+    def step(m: Move) -> bool:  # a one-square move reads best as an example
+        return max(abs(m.frm % n - m.to % n), abs(m.frm // n - m.to // n)) > 1
+
+    move = min(moves, key=lambda m: (step(m), distance(m.to) - distance(m.frm), distance(m.to), geo.name(m.frm), geo.name(m.to)))
+    return f"{geo.name(move.frm)}-{geo.name(move.to)}"
+
+
+def reply_hint(game: Game, seat: Seat) -> str:
+    """The last line of a board mail to a player: how to answer it by Reply."""
+    if game.status != "active":
+        return "Reply to this mail with show, or chat and your message, on the first line."
+    pos = position(game)
+    if game.draw_votes or game.undo_votes:
+        kind = "draw" if game.draw_votes else "undo"
+        votes = game.draw_votes or game.undo_votes
+        if seat.active and seat.seat not in votes:
+            return f"Reply to this mail with accept or reject on the first line to answer the {kind} request; or show, chat."
+    if seat.active and pos.to_move == seat.seat:
+        return (
+            f"Reply to this mail with your move (e.g. {example_move(pos)}) on the first line; or resign, draw, undo, show, chat."
+        )
+    if not seat.active:
+        return "Reply to this mail with show, or chat and your message, on the first line."
+    mover = seat_by_army(game, pos.to_move).user.userid
+    return f"It is {mover}'s turn: reply to this mail with queue and your move, or resign, draw, undo, show, chat."
+
+
+async def send_board(ctx: Ctx, game: Game, users: list[User], subject: str, body: str) -> None:
+    """A board mail to ``users``: each player of the board gets their own copy with
+    a reply key (``Reply-To``) and the line saying how to answer it by Reply; the
+    others (subscribers, notifiers) one copy without."""
+    seats = {s.user_id: s for s in game.seats}
+    others: list[User] = []
+    done: set[int] = set()
+    for user in users:
+        if user.id in done:
+            continue
+        done.add(user.id)
+        seat = seats.get(user.id)
+        if seat is None or user.signed_off or not user.addresses:
+            others.append(user)
+            continue
+        reply_to, key = await ctx.reply_address(game.game_type, game.board_number, user, game.ply)
+        text = body.rstrip("\n") + "\n\n" + reply_hint(game, seat) + "\n"
+        ctx.out.append(Mail(list(dict.fromkeys(user.addresses)), subject, text, reply_to=reply_to, reply_key=key))
+    ctx.send(others, subject, body)
 
 
 def take_comment(ctx: Ctx, game: Game, cmd: Command, author: str) -> CommentView | None:

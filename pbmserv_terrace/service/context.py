@@ -8,6 +8,7 @@ service, so this module does not import the service (no import cycle).
 
 from __future__ import annotations
 
+import secrets
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -20,6 +21,7 @@ from ..render import render
 from ..store import UnitOfWork, User
 from .guards import GuessGuard
 from .passwords import PasswordCache, needs_rehash
+from .replykeys import SECRET_NAME, key_address, make_key
 
 
 class CommandError(Exception):
@@ -43,6 +45,13 @@ class Mail:
     body: str
     for_sender: bool = False
     """an answer to the sender (merged into one mail for ``multiple``)"""
+    reply_to: str | None = None
+    """Reply-To with a reply key (board mails to a player)"""
+    reply_key: str | None = None
+    html: str | None = None
+    """the HTML part (board mails to users who want the picture)"""
+    picture: dict[str, object] | None = None
+    """what the board picture shows (see render.picture)"""
 
 
 class ServicePort(Protocol):
@@ -72,6 +81,9 @@ class Ctx:
         self.rating_lines: list[str] = []
         """rating changes of a game that just ended, for its mail"""
         self._subscribers: dict[int, list[User]] = {}
+        self.keyed_user: User | None = None
+        """the user a verified reply key names: :meth:`auth` needs no password for them"""
+        self._reply_secret: bytes | None = None
 
     @property
     def sender(self) -> str:
@@ -112,11 +124,30 @@ class Ctx:
         if addresses:
             self.out.append(Mail(addresses, subject, body))
 
+    async def reply_secret(self) -> bytes:
+        """The reply-key secret, read once per piece of work (every worker reads the
+        same row, so a rotation takes effect everywhere at once)."""
+        if self._reply_secret is None:
+            value = await self.uow.secrets.get(SECRET_NAME)
+            if value is None:  # a database migrated before 0003's secret: make one
+                value = secrets.token_hex(32)
+                await self.uow.secrets.put(SECRET_NAME, value)
+            self._reply_secret = bytes.fromhex(value)
+        return self._reply_secret
+
+    async def reply_address(self, game_type: str, board: int, user: User, ply: int) -> tuple[str, str]:
+        """(Reply-To address, key) of a board mail to ``user`` sent at ``ply``."""
+        key = make_key(await self.reply_secret(), game_type, board, user.id, ply, user.key_generation)
+        return key_address(self.config.server.address, key), key
+
     async def auth(self, userid: str, password: str, known: Iterable[User] = ()) -> User:
         """The user, if the password is right; the same error for unknown users and
         wrong passwords, after the same (slow) work.  ``known``: users already
-        loaded (a board's players), looked at before the database."""
+        loaded (a board's players), looked at before the database.  In a reply with
+        a verified key, the key's user needs no password."""
         self.user = userid.lower()
+        if self.keyed_user is not None and self.keyed_user.userid == self.user:
+            return self.keyed_user
         guard = self.service.guessing
         wait = guard.locked_for(self.user, time.monotonic())
         if wait:

@@ -24,7 +24,8 @@ from ..inbound import InboundMail, is_valid_address, never_answer
 from ..store import Database, UnitOfWork, utcnow
 from ..store.models import DELETED_HASH_PREFIX
 from ..store.repos import Users
-from . import timers
+from . import keyed, timers
+from .args import notice
 from .context import CommandError, Ctx, Mail
 from .guards import GuessGuard, Throttle, dummy_hash
 from .passwords import PasswordCache
@@ -133,12 +134,21 @@ class Service:
         return running
 
     @staticmethod
-    def conflict_keys(mail: InboundMail) -> frozenset[str] | None:
+    def conflict_keys(mail: InboundMail, server_address: str = "") -> frozenset[str] | None:
         """What a mail may touch, for running mails side by side (see
         :mod:`pbmserv_terrace.app.ordering`): its sender, and the board and user of
-        each board command; None when it may touch anything else (it then runs
-        alone, after every earlier mail and before every later one)."""
+        each board command (a reply key names its board); None when it may touch
+        anything else (it then runs alone, after every earlier mail and before
+        every later one)."""
         keys = {f"from:{mail.sender.lower()}"}
+        key_text = keyed.key_text_of(mail, server_address) if server_address else None
+        if key_text is not None:
+            board = keyed.board_of_key(key_text)
+            if board is None:
+                return None
+            return frozenset({*keys, f"board:{board[0]}:{board[1]}", "keyed-user"})
+        if not mail.parsed.commands and mail.references:
+            return None  # may be a reply whose key is found by its In-Reply-To
         for cmd in mail.parsed.commands:
             if not (cmd.is_game and cmd.verb in PER_BOARD and len(cmd.words) >= 2 and cmd.words[0].isdigit()):
                 return None
@@ -192,19 +202,42 @@ class Service:
                 return HandleResult("throttled", mail.sender, len(queued), outbox_ids=queued)
             parsed = mail.parsed
             results: list[tuple[Command | None, str | None]] = []
-            if parsed.error:
+            commands = parsed.commands
+            key_text = keyed.key_text_of(mail, self.config.server.address)
+            if key_text is None and not parsed.commands and mail.references:
+                # the +KEY was lost on the way (a reply to From, a server that strips
+                # sub-addresses): the mail answers one of ours that carried a key
+                key_text = await uow.outbox.reply_key_of(mail.references)
+            reply: keyed.KeyedReply | None = None
+            if key_text is not None:
+                try:
+                    reply = await keyed.resolve(ctx, mail, key_text, subject_has_command=bool(parsed.commands))
+                except CommandError as exc:
+                    self._error(ctx, None, exc, "(reply)")
+                    results.append((None, exc.reason))
+                    reply = keyed.KeyedReply()
+                if reply.fall_back_to_subject:
+                    reply = None
+            if reply is not None:
+                ctx.keyed_user = reply.user
+                commands = reply.commands
+                if reply.refused:
+                    results.append((None, reply.refused))
+            elif parsed.error:
                 self._error(ctx, None, CommandError(parsed.error), parsed.source_line)
                 results.append((None, parsed.error))
-            for cmd in parsed.commands:
+            for cmd in commands:
                 if cmd.verb == "invalid":
                     self._error(ctx, cmd, CommandError(cmd.comment), cmd.text)
                     results.append((cmd, cmd.comment))
                     continue
-                results.append((cmd, await self._run(ctx, cmd, alone=len(parsed.commands) == 1)))
-            queued = self.queue_replies(ctx, now, multiple=parsed.multiple)
+                results.append((cmd, await self._run(ctx, cmd, alone=len(commands) == 1)))
+            if reply is not None and reply.notes and not any(err for _, err in results):
+                notice(ctx, f"{ctx.server_name}: your reply went to the board as chat", *reply.notes)
+            queued = self.queue_replies(ctx, now, multiple=parsed.multiple and reply is None)
             uow.inbound.record(mail.message_id, now, mail.sender, redact(parsed.source_line or "")[:200])
             await uow.commit()
-        first = parsed.commands[0] if parsed.commands else None
+        first = commands[0] if commands else None
         errors = [err for _, err in results if err]
         return HandleResult(
             "error" if errors and len(errors) == len(results) else "ok",
@@ -251,7 +284,8 @@ class Service:
     def _error(self, ctx: Ctx, cmd: Command | None, exc: CommandError, line: str) -> None:
         if ctx.mail is None:
             return
-        reply = error_mail(ctx.mail, cmd, exc, line, self.registry.usage_of(cmd) if cmd else "")
+        usage = keyed.REPLY_USAGE if ctx.keyed_user is not None else self.registry.usage_of(cmd) if cmd else ""
+        reply = error_mail(ctx.mail, cmd, exc, line, usage)
         if reply is not None:
             ctx.out.append(reply)
 

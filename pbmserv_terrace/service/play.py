@@ -133,7 +133,11 @@ async def challenge(ctx: Ctx, cmd: Command) -> None:
     for watcher in await ctx.uow.watchers.subscribers_of_all(game_type):
         ctx.uow.watchers.add(Subscription(game_type=game_type, game_id=game.id, user_id=watcher.id))
     schedule(ctx, game)
-    comment = CommentView(ctx.sender, cmd.comment.strip()[:20_000]) if cmd.comment.strip() else None
+    # the comment is signed with the sender's userid (a player whose address sent it),
+    # never with the address itself: addresses are not shown to other players
+    sender = ctx.sender.lower()
+    author = next((u.userid for u in users if sender in {a.lower() for a in u.addresses}), "the challenger")
+    comment = CommentView(author, cmd.comment.strip()[:20_000]) if cmd.comment.strip() else None
     await ctx.uow.flush()
     await mail_game(ctx, game, template="new_game.txt", comment=comment, new=True)
 

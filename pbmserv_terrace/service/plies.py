@@ -10,7 +10,7 @@ from ..gametypes import board_size
 from ..render import CommentView, render
 from ..rules import NotationError, Position, format_move, format_tpn, parse_move, start_position, variant_for_players
 from ..store import FinishedGame, Game, MoveRecord, Seat, User
-from .boards import FORFEIT, RESIGN, game_view, mail_game, position, seat_by_army, subject_for
+from .boards import FORFEIT, RESIGN, game_view, mail_game, position, seat_by_army, send_board, subject_for
 from .context import CommandError, Ctx
 from .ratings import apply_ratings
 
@@ -189,7 +189,9 @@ async def first_round_removal(ctx: Ctx, game: Game, seat: Seat, how: str, commen
     await ctx.uow.flush()
     view = await game_view(ctx, game, notes=[f"{leaving} {how} in the first round; the game restarts without them (unrated)."])
     body = render("update.txt", game=view, headline=f"{leaving} {how}; the game restarts", comment=comment)
-    ctx.send([s.user for s in audience] + await ctx.subscribers(game.id), subject_for(game, comment=bool(comment)), body)
+    await send_board(
+        ctx, game, [s.user for s in audience] + await ctx.subscribers(game.id), subject_for(game, comment=bool(comment)), body
+    )
 
 
 async def forfeit_all(ctx: Ctx, user: User) -> list[str]:

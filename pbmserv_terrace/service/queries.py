@@ -23,6 +23,7 @@ from .boards import (
     load_game,
     position,
     replay,
+    reply_hint,
     seat_of,
     to_move_name,
 )
@@ -61,13 +62,21 @@ async def _views(ctx: Ctx, games: list[tuple[Game, int | None]], viewer: User | 
     return views
 
 
-def _reply_summaries(ctx: Ctx, game_type: str | None, games: list[tuple[Game, int | None]], views: list[GameView]) -> None:
-    if len(games) == 1:
-        game = games[0][0]
-        subject = f"{game_title(game.game_type)} Board {game.board_number} {to_move_name(game)}"
-    else:
-        subject = f"{game_title(game_type)} summaries ({len(games)} boards)"
-    ctx.reply(subject, "summary.txt", games=views)
+async def _reply_summaries(
+    ctx: Ctx, game_type: str | None, games: list[tuple[Game, int | None]], views: list[GameView]
+) -> None:
+    if len(games) != 1:
+        ctx.reply(f"{game_title(game_type)} summaries ({len(games)} boards)", "summary.txt", games=views)
+        return
+    game = games[0][0]
+    ctx.reply(f"{game_title(game.game_type)} Board {game.board_number} {to_move_name(game)}", "summary.txt", games=views)
+    sender = ctx.sender.lower()
+    seat = next((s for s in game.seats if sender in {a.lower() for a in s.user.addresses}), None)
+    if seat is not None:
+        # the sender plays on this board: the summary is a board mail they can answer by Reply
+        mail = ctx.out[-1]
+        mail.reply_to, mail.reply_key = await ctx.reply_address(game.game_type, game.board_number, seat.user, game.ply)
+        mail.body = mail.body.rstrip("\n") + "\n\n" + reply_hint(game, seat) + "\n"
 
 
 async def _boards_of(ctx: Ctx, game_type: str | None, userids: list[str], selector: str) -> tuple[dict[str, User], list[Game]]:
@@ -85,7 +94,7 @@ async def show_users(ctx: Ctx, game_type: str | None, userids: list[str], select
     if not games:
         raise CommandError(f"{', '.join(sorted(found))} has no {selector} boards", game_type=game_type)
     chosen = [(g, None) for g in games[:MAX_BOARDS]]
-    _reply_summaries(ctx, game_type, chosen, await _views(ctx, chosen, viewer))  # type: ignore[arg-type]
+    await _reply_summaries(ctx, game_type, chosen, await _views(ctx, chosen, viewer))  # type: ignore[arg-type]
 
 
 async def _show(ctx: Ctx, cmd: Command, words: list[str], viewer: User | None = None) -> None:
@@ -99,7 +108,7 @@ async def _show(ctx: Ctx, cmd: Command, words: list[str], viewer: User | None = 
         games: list[tuple[Game, int | None]] = []
         for word in words[:MAX_BOARDS]:
             games.append(await load_game(ctx, cmd, word, lock=False))
-        _reply_summaries(ctx, cmd.game_type, games, await _views(ctx, games, viewer))
+        await _reply_summaries(ctx, cmd.game_type, games, await _views(ctx, games, viewer))
         return
     await show_users(ctx, cmd.game_type, words, selector, viewer)
 

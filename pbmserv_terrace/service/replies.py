@@ -74,7 +74,7 @@ def queue_replies(
             if not is_valid_address(address):
                 log.warning("reply to unusable address %r dropped", address[:80])
                 continue
-            key = (address.lower(), mail.subject, mail.body)
+            key = (address.lower(), mail.subject, mail.body + (mail.reply_to or ""))
             if key in seen:
                 continue
             seen.add(key)
@@ -87,6 +87,10 @@ def queue_replies(
                     subject=mail.subject,
                     body=mail.body,
                     in_reply_to=in_reply_to,
+                    reply_to=mail.reply_to,
+                    reply_key=mail.reply_key,
+                    html=mail.html,
+                    picture=mail.picture,
                     state="pending",
                     attempts=0,
                     next_attempt_at=now,

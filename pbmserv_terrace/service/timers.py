@@ -16,6 +16,7 @@ from .boards import (
     mail_game,
     position,
     seat_by_army,
+    send_board,
     subject_for,
 )
 from .context import Ctx
@@ -56,10 +57,10 @@ async def handle_due(ctx: Ctx, game: Game) -> None:
         body = render(
             "nag.txt", game=view, days=int(idle.total_seconds() // 86400), user=seat.user.userid, forfeit_in=f"{left:.0f}"
         )
-        ctx.send([seat.user], subject_for(game) + " reminder", body)
+        await send_board(ctx, game, [seat.user], subject_for(game) + " reminder", body)
         if game.draw_votes or game.undo_votes:
             votes = game.draw_votes or game.undo_votes
             waiting = [s.user for s in game.seats if s.active and s.seat not in votes and s is not seat]
             if waiting:
-                ctx.send(waiting, subject_for(game) + " reminder", body)
+                await send_board(ctx, game, waiting, subject_for(game) + " reminder", body)
     schedule(ctx, game)

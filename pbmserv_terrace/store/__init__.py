@@ -12,6 +12,7 @@ from .models import (
     ProcessedMessage,
     Rating,
     Seat,
+    ServerSecret,
     Subscription,
     User,
 )
@@ -30,6 +31,7 @@ __all__ = [
     "ProcessedMessage",
     "Rating",
     "Seat",
+    "ServerSecret",
     "Subscription",
     "UnitOfWork",
     "User",

@@ -45,6 +45,10 @@ class User(Base):
     created_at: Mapped[datetime]
     public_comments: Mapped[bool] = mapped_column(Boolean, default=True, server_default=true())
     """False: the web archive shows this user's comments as "(hidden)" (migration 0002)"""
+    key_generation: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    """bumped by a password change or ``change keys``: older reply keys stop verifying"""
+    pictures: Mapped[bool] = mapped_column(Boolean, default=True, server_default=true())
+    """board mails with the board picture (HTML part); False: plain text only"""
 
     @property
     def is_deleted(self) -> bool:
@@ -242,3 +246,21 @@ class OutboxMessage(Base):
     created_at: Mapped[datetime]
     sent_at: Mapped[datetime | None] = mapped_column(default=None)
     last_error: Mapped[str | None] = mapped_column(Text, default=None)
+    reply_to: Mapped[str | None] = mapped_column(String(320), default=None)
+    """Reply-To of a board mail to a player: the server address with ``+KEY``"""
+    reply_key: Mapped[str | None] = mapped_column(String(64), default=None)
+    """that key, for a reply matched by In-Reply-To after the ``+KEY`` was lost"""
+    html: Mapped[str | None] = mapped_column(Text, default=None)
+    """the HTML part of a board mail (None: plain text only)"""
+    picture: Mapped[dict[str, Any] | None] = mapped_column(JSON, default=None)
+    """what the board picture shows (position, last move, marks), drawn at sending"""
+
+
+class ServerSecret(Base):
+    """A secret every worker shares (the reply-key HMAC key), kept in the database
+    rather than the config so that all workers agree and an operator can rotate it."""
+
+    __tablename__ = "server_secrets"
+
+    name: Mapped[str] = mapped_column(String(32), primary_key=True)
+    value: Mapped[str] = mapped_column(String(128))

@@ -19,6 +19,7 @@ from .models import (
     ProcessedMessage,
     Rating,
     Seat,
+    ServerSecret,
     Subscription,
     User,
 )
@@ -30,6 +31,9 @@ class Users:
 
     async def get(self, userid: str) -> User | None:
         return (await self.s.execute(select(User).where(User.userid == userid.lower()))).scalar_one_or_none()
+
+    async def by_pk(self, user_id: int) -> User | None:
+        return await self.s.get(User, user_id)
 
     async def get_many(self, userids: Sequence[str]) -> dict[str, User]:
         wanted = [u.lower() for u in userids]
@@ -307,3 +311,35 @@ class Outbox:
             .limit(limit)
         )
         return list((await self.s.execute(stmt)).scalars())
+
+    async def reply_key_of(self, message_ids: Sequence[str]) -> str | None:
+        """The reply key of the newest of our mails among ``message_ids`` (a reply's
+        In-Reply-To and References) that carried one."""
+        if not message_ids:
+            return None
+        stmt = (
+            select(OutboxMessage.reply_key)
+            .where(OutboxMessage.message_id.in_(list(message_ids)[:50]), OutboxMessage.reply_key.is_not(None))
+            .order_by(OutboxMessage.id.desc())
+            .limit(1)
+        )
+        key = (await self.s.execute(stmt)).scalar_one_or_none()
+        return str(key) if key is not None else None
+
+
+class Secrets:
+    """Named secrets shared by every worker (:class:`ServerSecret`)."""
+
+    def __init__(self, session: AsyncSession) -> None:
+        self.session = session
+
+    async def get(self, name: str) -> str | None:
+        row = await self.session.get(ServerSecret, name)
+        return row.value if row is not None else None
+
+    async def put(self, name: str, value: str) -> None:
+        row = await self.session.get(ServerSecret, name)
+        if row is None:
+            self.session.add(ServerSecret(name=name, value=value))
+        else:
+            row.value = value

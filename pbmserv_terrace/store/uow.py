@@ -19,7 +19,7 @@ from types import TracebackType
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from .db import Database
-from .repos import Games, History, Inbound, Moves, Outbox, Ratings, Users, Watchers
+from .repos import Games, History, Inbound, Moves, Outbox, Ratings, Secrets, Users, Watchers
 
 
 class UnitOfWork:
@@ -32,6 +32,7 @@ class UnitOfWork:
     history: History
     inbound: Inbound
     outbox: Outbox
+    secrets: Secrets
 
     def __init__(self, db: Database) -> None:
         self.db = db
@@ -43,7 +44,7 @@ class UnitOfWork:
         s = self.session
         self.users, self.games, self.moves = Users(s), Games(s), Moves(s)
         self.watchers, self.ratings, self.history = Watchers(s), Ratings(s), History(s)
-        self.inbound, self.outbox = Inbound(s), Outbox(s)
+        self.inbound, self.outbox, self.secrets = Inbound(s), Outbox(s), Secrets(s)
         return self
 
     async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:

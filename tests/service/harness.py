@@ -40,7 +40,7 @@ def raw_mail(
         subj = " ".join(f"=?utf-8?b?{base64.b64encode(data[i : i + 45]).decode()}?=" for i in range(0, len(data), 45))
     headers = {
         "From": sender,
-        "To": SERVER,
+        "To": (extra or {}).pop("To", SERVER),
         "Subject": subj,
         "Message-ID": message_id or make_msgid(domain="players.test"),
         "MIME-Version": "1.0",
@@ -152,3 +152,20 @@ def run_timers(h: Harness, days_later: float) -> list[Reply]:
         return out
 
     return h.loop.run_until_complete(run())
+
+
+def answer(
+    h: Harness, to: Reply, body: str, *, sender: str | None = None, strip_key: bool = False, message_id: str | None = None
+) -> list[Reply]:
+    """Press Reply on a server mail ``to``: to its Reply-To (its From when the key
+    was lost on the way), quoting it under an attribution line, with In-Reply-To."""
+    from email.utils import parseaddr
+
+    address = parseaddr(to.headers.get("reply-to", "") or to.headers["from"])[1]
+    if strip_key:
+        local, _, domain = address.partition("@")
+        address = f"{local.split('+')[0]}@{domain}"
+    quoted = "\n".join("> " + line for line in to.body.splitlines())
+    text = f"{body}\n\nOn Mon, 23 Nov 2026 at 10:02, PBM Server <{SERVER}> wrote:\n{quoted}\n"
+    extra = {"To": address, "In-Reply-To": to.headers["message-id"], "References": to.headers["message-id"]}
+    return h.raw(raw_mail(sender or to.to, "Re: " + to.subject, text, extra=extra, message_id=message_id))

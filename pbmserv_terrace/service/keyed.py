@@ -1,0 +1,135 @@
+"""Replies with a reply key (issue 14): the checks, all before anything changes,
+and the command the reply's first own line stands for.
+
+Order of the checks: the key verifies (constant time) for its user's current key
+generation; the mail comes from one of that user's addresses; the board exists
+and the user plays in it; a reply that changes the board (a move, resign, draw,
+accept/reject, undo, queue) was written to the board's current ply.  ``show`` and
+``chat`` take any valid key of the board.  The Subject of a keyed reply is not
+read, except that a reply with no own text at all falls back to it (a player
+who answered the old way, editing the Subject).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..commands import Command, ReplyCommand, parse_line, reply_command
+from ..gametypes import game_title
+from ..inbound import InboundMail
+from ..render import render
+from ..store import Game, User
+from .boards import game_view, reply_hint, seat_of, subject_for
+from .context import CommandError, Ctx, Mail
+from .replykeys import ReplyKey, decode_key, key_in_address, verify_key
+
+PLY_BOUND = frozenset({"move", "resign", "propose", "accept", "reject", "undo", "queue"})
+REPLY_USAGE = (
+    "reply to a board mail with one of these on the first line: a move (e.g. d2-e3), resign, draw, accept, reject, "
+    "undo, show, chat MESSAGE, queue MOVE (mail 'help reply')"
+)
+
+
+@dataclass
+class KeyedReply:
+    """What a keyed reply asks for: the commands to run as ``user`` (no password),
+    or nothing when the checks already answered it."""
+
+    user: User | None = None
+    commands: list[Command] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    fall_back_to_subject: bool = False
+    refused: str | None = None
+    """why nothing was run (the reply was answered already: an outdated ply)"""
+
+
+def key_text_of(mail: InboundMail, server_address: str) -> str | None:
+    """The first ``+KEY`` among the mail's recipients (envelope ones first)."""
+    for address in mail.recipients:
+        key = key_in_address(server_address, address)
+        if key is not None and decode_key(key) is not None:
+            return key
+    return None
+
+
+def board_of_key(key_text: str) -> tuple[str, int] | None:
+    key = decode_key(key_text)
+    return (key.game_type, key.board) if key else None
+
+
+def _error(key: ReplyKey, reason: str) -> CommandError:
+    return CommandError(reason, REPLY_USAGE, board=key.board, game_type=key.game_type)
+
+
+async def resolve(ctx: Ctx, mail: InboundMail, key_text: str, *, subject_has_command: bool) -> KeyedReply:
+    key = decode_key(key_text)
+    if key is None:
+        raise CommandError("this reply address is not one the server made", REPLY_USAGE)
+    user = await ctx.uow.users.by_pk(key.user_id)
+    if user is None or user.is_deleted or not verify_key(await ctx.reply_secret(), key, user.key_generation):
+        raise _error(
+            key,
+            "this reply address is no longer valid (a password change, 'change keys' or the server's key rotation "
+            f"cancels older ones): reply to a newer board mail, or mail '{key.game_type} show {key.board}' for a fresh one",
+        )
+    ctx.user = user.userid
+    if mail.sender.lower() not in {a.lower() for a in user.addresses}:
+        raise _error(key, f"this reply address belongs to {user.userid}; it cannot be used from {mail.sender[:80]}")
+    game = await ctx.uow.games.get(key.game_type, key.board, lock=True)
+    if game is None:
+        raise _error(key, f"there is no {game_title(key.game_type)} board {key.board} any more")
+    ctx.board = str(game.board_number)
+    seat = seat_of(game, user)
+    if seat is None:
+        raise _error(key, f"{user.userid} no longer plays on board {game.board_number}")
+    said = reply_command(mail.body)
+    if said.empty:
+        if subject_has_command:
+            return KeyedReply(fall_back_to_subject=True)
+        raise _error(
+            key, "your reply holds no command: write your move (e.g. d2-e3) or resign, draw, show, chat on its first line"
+        )
+    if said.verb in PLY_BOUND and key.ply != game.ply:
+        await _moved_on(ctx, game, user, key)
+        return KeyedReply(user=user, refused=f"outdated reply (ply {key.ply}, board at {game.ply})")
+    return KeyedReply(user=user, commands=[_command(game, user, said)], notes=_notes(said))
+
+
+def _command(game: Game, user: User, said: ReplyCommand) -> Command:
+    board, uid, kind = str(game.board_number), user.userid, game.game_type
+    if said.verb == "command":
+        parsed = parse_line(said.argument, said.comment)
+        if isinstance(parsed, str):
+            raise CommandError(parsed, board=game.board_number, game_type=kind)
+        return parsed
+    if said.verb == "move":
+        return Command("move", kind, [board, uid, "", said.argument], comment=said.comment, text=said.argument)
+    if said.verb == "queue":
+        return Command("queue", kind, [board, uid, "", said.argument], comment=said.comment, text=f"queue {said.argument}")
+    if said.verb in ("resign", "propose", "accept", "reject", "undo"):
+        return Command("move", kind, [board, uid, "", said.verb], comment=said.comment, text=said.verb)
+    if said.verb == "show":
+        return Command("show", kind, [board], text="show")
+    return Command("chat", kind, [board, uid, ""], comment=said.comment, text="chat")
+
+
+def _notes(said: ReplyCommand) -> list[str]:
+    if not said.implicit_chat:
+        return []
+    first = said.comment.strip().split("\n", 1)[0][:60]
+    return [
+        f"The first line of your reply ({first!r}) is not a command, so your reply went to the board as a chat message.",
+        "To play, reply with the move alone on the first line (e.g. d2-e3); or resign, draw, undo, show, chat.",
+    ]
+
+
+async def _moved_on(ctx: Ctx, game: Game, user: User, key: ReplyKey) -> None:
+    """The reply answers an older board mail: nothing is applied; the sender gets
+    the board as it is now, with a fresh key."""
+    seat = seat_of(game, user)
+    assert seat is not None
+    view = await game_view(ctx, game)
+    headline = f"your reply was not applied: board {game.board_number} has moved on since that mail (ply {key.ply} → {game.ply})"
+    body = render("update.txt", game=view, headline=headline, comment=None).rstrip("\n") + "\n\n" + reply_hint(game, seat) + "\n"
+    reply_to, fresh = await ctx.reply_address(game.game_type, game.board_number, user, game.ply)
+    ctx.out.append(Mail([ctx.sender], subject_for(game), body, for_sender=True, reply_to=reply_to, reply_key=fresh))

@@ -1,0 +1,95 @@
+"""Reply keys (issue 14): a board mail to a player carries
+``Reply-To: LOCAL+KEY@DOMAIN``; replying to it needs no password.
+
+KEY is 31 characters of lower-case base32 (some servers lower-case local parts),
+the packing of (game type, board, user id, ply) followed by an HMAC-SHA256 of
+those and the user's key generation, truncated to 80 bits, under a secret kept
+in the database (``server_secrets``, shared by every worker).  It cannot be made
+without the secret, names the ply the mail was sent at (an older mail's key is
+recognised as outdated), and stops verifying when the secret is rotated or the
+user's key generation is bumped (password change, ``change keys``).
+
+>>> key = make_key(b"s" * 32, "terrace", 101, 7, 12, 0)
+>>> len(key), decode_key(key.upper()) == decode_key(key)
+(31, True)
+>>> verify_key(b"s" * 32, decode_key(key), 0), verify_key(b"s" * 32, decode_key(key), 1)
+(True, False)
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import hmac
+import struct
+from dataclasses import dataclass
+
+from ..gametypes import GAME_TYPES
+
+SECRET_NAME = "reply_keys"
+MAC_BYTES = 10
+"""80 bits of HMAC-SHA256"""
+_FIELDS = struct.Struct(">B3s3sH")
+_TYPES = list(GAME_TYPES)
+_LIMIT = 1 << 24
+KEY_LENGTH = 31
+
+
+@dataclass(frozen=True)
+class ReplyKey:
+    game_type: str
+    board: int
+    user_id: int
+    ply: int
+    payload: bytes
+    mac: bytes
+
+
+def _payload(game_type: str, board: int, user_id: int, ply: int) -> bytes:
+    if not (0 <= board < _LIMIT and 0 <= user_id < _LIMIT and 0 <= ply < 1 << 16):
+        raise ValueError("board, user or ply out of the key's range")
+    return _FIELDS.pack(_TYPES.index(game_type), board.to_bytes(3, "big"), user_id.to_bytes(3, "big"), ply)
+
+
+def _mac(secret: bytes, payload: bytes, generation: int) -> bytes:
+    return hmac.new(secret, payload + generation.to_bytes(8, "big", signed=True), hashlib.sha256).digest()[:MAC_BYTES]
+
+
+def make_key(secret: bytes, game_type: str, board: int, user_id: int, ply: int, generation: int) -> str:
+    payload = _payload(game_type, board, user_id, ply)
+    return base64.b32encode(payload + _mac(secret, payload, generation)).decode().rstrip("=").lower()
+
+
+def decode_key(text: str) -> ReplyKey | None:
+    """The fields a key names (not yet verified), or None if it is no key at all."""
+    if len(text) != KEY_LENGTH:
+        return None
+    try:
+        raw = base64.b32decode(text.upper() + "=")
+    except (ValueError, binascii.Error):
+        return None
+    payload, mac = raw[: _FIELDS.size], raw[_FIELDS.size :]
+    kind, board, user, ply = _FIELDS.unpack(payload)
+    if kind >= len(_TYPES) or len(mac) != MAC_BYTES:
+        return None
+    return ReplyKey(_TYPES[kind], int.from_bytes(board, "big"), int.from_bytes(user, "big"), ply, payload, mac)
+
+
+def verify_key(secret: bytes, key: ReplyKey, generation: int) -> bool:
+    """Constant-time check of the key's MAC for the user's current generation."""
+    return hmac.compare_digest(key.mac, _mac(secret, key.payload, generation))
+
+
+def key_address(server_address: str, key: str) -> str:
+    local, _, domain = server_address.partition("@")
+    return f"{local}+{key}@{domain}"
+
+
+def key_in_address(server_address: str, address: str) -> str | None:
+    """KEY when ``address`` is the server's address with ``+KEY`` (any case)."""
+    local, _, domain = server_address.lower().partition("@")
+    their_local, _, their_domain = address.strip().strip("<>").lower().rpartition("@")
+    if their_domain != domain or not their_local.startswith(local + "+"):
+        return None
+    return their_local[len(local) + 1 :] or None
