@@ -112,6 +112,11 @@ def status_lines(game: Game, pos: Position) -> list[str]:
         if votes:
             missing = [s.user.userid for s in game.seats if s.active and s.seat not in votes]
             lines.append(f"{kind}; still waiting for: {', '.join(missing)}.")
+            who = missing[0] if len(missing) == 1 else "USERID"
+            lines.append(
+                f"To answer: {game.game_type} move {game.board_number} {who} PASSWORD accept (or reject),"
+                " or reply accept or reject to your board mail."
+            )
     for s in game.seats:
         if s.resign_pending:
             lines.append(f"{s.user.userid} will resign on their turn.")

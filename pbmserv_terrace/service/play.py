@@ -212,6 +212,7 @@ async def _accept(ctx: Ctx, cmd: Command, game: Game, user: User, seat: Seat) ->
 
 async def _vote(ctx: Ctx, cmd: Command, game: Game, user: User, seat: Seat, kind: str) -> None:
     votes = list(game.draw_votes if kind == "draw" else game.undo_votes)
+    asking = not votes  # the first vote is the request itself
     if seat.seat in votes:
         raise board_error(game, f"you have already agreed to the {kind}")
     votes.append(seat.seat)
@@ -230,7 +231,8 @@ async def _vote(ctx: Ctx, cmd: Command, game: Game, user: User, seat: Seat, kind
         undone = await _undo_last(ctx, game)
         await mail_game(ctx, game, headline=f"the last ply ({undone}) has been taken back", comment=comment)
         return
-    await mail_game(ctx, game, headline=f"{user.userid} agrees to undo the last ply", comment=comment)
+    verb = "asks" if asking else "agrees"
+    await mail_game(ctx, game, headline=f"{user.userid} {verb} to undo the last ply", comment=comment)
 
 
 async def _reject(ctx: Ctx, cmd: Command, game: Game, user: User, seat: Seat) -> None:
