@@ -12,6 +12,7 @@ the ``server`` section also ``PBMSERV_<KEY>`` (``PBMSERV_DATABASE_URL``,
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import tomllib
 from collections.abc import Mapping
@@ -61,6 +62,10 @@ class ImapConfig:
     """ssl (implicit TLS, port 993), starttls (port 143), or none"""
     ca_file: str = ""
     """PEM file of the CA to trust for TLS (a private mail host); empty = the system's"""
+    allow_plaintext: bool = False
+    """tls = "none" to a host that is not loopback (the password crosses the network)"""
+    auth: str = "password"
+    """password (LOGIN) or oauth2 (SASL XOAUTH2 with a token from [oauth2])"""
     inbox: str = "INBOX"
     processed_folder: str = "processed"
     failed_folder: str = "failed"
@@ -85,13 +90,40 @@ class SmtpConfig:
     """ssl (implicit TLS, port 465), starttls (port 587), or none"""
     ca_file: str = ""
     """PEM file of the CA to trust for TLS (a private mail host); empty = the system's"""
+    allow_plaintext: bool = False
+    """tls = "none" to a host that is not loopback"""
+    auth: str = "password"
+    """password (AUTH PLAIN/LOGIN when user is set) or oauth2 (AUTH XOAUTH2)"""
+    max_per_minute: int = 0
+    """replies sent per minute at most (providers cap it); 0 = no limit.  Replies
+    over the limit wait in the outbox, in order"""
     timeout: float = 30.0
     give_up_hours: float = 48.0
     """stop retrying a reply after this long"""
     connections: int = 4
     """SMTP connections sending at once (each recipient's replies stay in order)"""
-    retry_base_seconds: float = 60.0
-    """first retry after this long, doubling each time (at most an hour)"""
+    retry_base_seconds: float = 15.0
+    """first retry after this long, doubling each time (at most an hour); also the
+    first pause when the server answers 421/451/452 ("slow down")"""
+
+
+@dataclass
+class OAuth2Config:
+    """The OAuth2 client used when imap.auth or smtp.auth is "oauth2"."""
+
+    token_url: str = ""
+    """the provider's token endpoint (refresh-token grant)"""
+    device_url: str = ""
+    """the device-authorization endpoint (RFC 8628), for `pbmserv-terrace oauth2 login`"""
+    client_id: str = ""
+    client_secret: str = ""
+    client_secret_file: str = ""
+    refresh_token_file: str = ""
+    """where `oauth2 login` stores the refresh token (mode 0600); read at each refresh"""
+    scope: str = ""
+    """space-separated scopes asked for at login (the provider's IMAP/SMTP scopes)"""
+    refresh_margin: float = 300.0
+    """seconds before an access token expires that a new one is fetched"""
 
 
 @dataclass
@@ -116,6 +148,7 @@ class Config:
     smtp: SmtpConfig = field(default_factory=SmtpConfig)
     embedded: EmbeddedConfig = field(default_factory=EmbeddedConfig)
     timers: TimerConfig = field(default_factory=TimerConfig)
+    oauth2: OAuth2Config = field(default_factory=OAuth2Config)
     source: str = "built-in defaults"
 
     @property
@@ -126,8 +159,19 @@ class Config:
     def uses_smtp(self) -> bool:
         return bool(self.smtp.host)
 
+    @property
+    def uses_oauth2(self) -> bool:
+        return (self.uses_imap and self.imap.auth == "oauth2") or (self.uses_smtp and self.smtp.auth == "oauth2")
 
-_SECTIONS = {"server": ServerConfig, "imap": ImapConfig, "smtp": SmtpConfig, "embedded": EmbeddedConfig, "timers": TimerConfig}
+
+_SECTIONS = {
+    "server": ServerConfig,
+    "imap": ImapConfig,
+    "smtp": SmtpConfig,
+    "embedded": EmbeddedConfig,
+    "timers": TimerConfig,
+    "oauth2": OAuth2Config,
+}
 
 
 def _coerce(key: str, value: Any, kind: type) -> Any:
@@ -202,7 +246,7 @@ def load_config(path: str | Path | None = None, environ: Mapping[str, str] | Non
 
 
 def _read_secret_files(cfg: Config) -> None:
-    for section, key in (("imap", "password"), ("smtp", "password"), ("server", "secret")):
+    for section, key in (("imap", "password"), ("smtp", "password"), ("server", "secret"), ("oauth2", "client_secret")):
         target = getattr(cfg, section)
         file_key = f"{key}_file"
         path = getattr(target, file_key)
@@ -211,6 +255,42 @@ def _read_secret_files(cfg: Config) -> None:
                 setattr(target, key, Path(path).read_text(encoding="utf-8").strip())
             except OSError as exc:
                 raise ConfigError(f"{section}.{file_key}: cannot read {path}: {exc.strerror}") from None
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` names this machine (no network between us and it)."""
+    if host.lower() in ("localhost", "localhost.localdomain"):
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def _validate_mail(cfg: Config) -> None:
+    """TLS only switched off where nothing can listen in, a known auth method,
+    and an OAuth2 client when one is asked for."""
+    for section in ("imap", "smtp"):
+        target = getattr(cfg, section)
+        if not target.host:
+            continue
+        if target.tls == "none" and not is_loopback(target.host) and not target.allow_plaintext:
+            raise ConfigError(
+                f"{section}.tls: 'none' sends the password in clear to {target.host}; use ssl or starttls, "
+                f"or set {section}.allow_plaintext = true if the network to it is trusted"
+            )
+        if target.auth not in ("password", "oauth2"):
+            raise ConfigError(f"{section}.auth: must be password or oauth2, not {target.auth!r}")
+        if target.auth == "oauth2" and not target.user:
+            raise ConfigError(f"{section}.user: required with {section}.auth = 'oauth2' (the account's address)")
+    if cfg.smtp.max_per_minute < 0:
+        raise ConfigError("smtp.max_per_minute: must be 0 (no limit) or more")
+    if cfg.uses_oauth2:
+        for key in ("token_url", "client_id", "refresh_token_file"):
+            if not getattr(cfg.oauth2, key):
+                raise ConfigError(f"oauth2.{key}: required when imap.auth or smtp.auth is 'oauth2'")
+    if cfg.oauth2.refresh_margin < 0:
+        raise ConfigError("oauth2.refresh_margin: must be 0 or more seconds")
 
 
 def _validate(cfg: Config) -> None:
@@ -250,6 +330,7 @@ def _validate(cfg: Config) -> None:
         ca = getattr(cfg, section).ca_file
         if ca and not Path(ca).is_file():
             raise ConfigError(f"{section}.ca_file: {ca} is not a file")
+    _validate_mail(cfg)
     if not 0 <= cfg.imap.linger <= 60:
         raise ConfigError("imap.linger: must be between 0 and 60 seconds")
     if cfg.imap.fast_poll < 0:

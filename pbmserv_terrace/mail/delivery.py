@@ -25,6 +25,14 @@ class PermanentFailure(Exception):
     """The recipient will never be reachable this way (5xx, bad address)."""
 
 
+class Throttled(Exception):
+    """The server asks us to slow down (421, 451, 452): a pause for all replies,
+    not a failure of this one."""
+
+
+THROTTLE_CODES = frozenset({421, 451, 452})
+
+
 class Delivery(Protocol):
     async def deliver(self, message: Message, recipient: str) -> None: ...
 
@@ -127,11 +135,15 @@ class SmtpDelivery:
             codes = [r.code for r in exc.recipients]
             if codes and all(500 <= c < 600 for c in codes):
                 raise PermanentFailure(str(exc)) from exc
+            if codes and all(c in THROTTLE_CODES for c in codes):
+                raise Throttled(str(exc)) from exc
             raise
         except aiosmtplib.SMTPResponseException as exc:
             self._drop(client)
             if 500 <= exc.code < 600:
                 raise PermanentFailure(f"{exc.code} {exc.message}") from exc
+            if exc.code in THROTTLE_CODES:
+                raise Throttled(f"{exc.code} {exc.message}") from exc
             raise
         except BaseException:
             self._drop(client)

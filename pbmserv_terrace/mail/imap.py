@@ -1,6 +1,9 @@
 """Inbound over IMAP (aioimaplib): every message in the inbox is a mail to process.
 
-Messages are taken in UID order.  Only after a mail's transaction has committed is
+Messages are taken in delivery order: by INTERNALDATE, then UID.  UID order
+alone is not enough: Dovecot with Maildir can number a burst of deliveries in
+another order than they arrived (it scans the ``new/`` directory), and moves
+on one board applied out of order are refused ("not your turn").  Only after a mail's transaction has committed is
 it flagged ``\\Seen`` and moved to the ``processed`` folder; a mail whose handler
 crashed goes to ``failed``.  A crash between commit and move leaves the message
 in the inbox: the next pass sees its Message-ID as processed (a no-op) and moves
@@ -17,7 +20,8 @@ import logging
 import re
 import ssl
 import time
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Iterable
+from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
 import aioimaplib
@@ -28,6 +32,8 @@ from ..store import Database
 log = logging.getLogger("pbmserv.imap")
 
 _FETCH_UID = re.compile(rb"UID (\d+)")
+_INTERNALDATE = re.compile(rb'INTERNALDATE "\s*(\d{1,2})-([A-Za-z]{3})-(\d{4}) (\d\d):(\d\d):(\d\d) ([+-])(\d\d)(\d\d)"')
+_MONTHS = {m: i for i, m in enumerate(("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"), 1)}
 BATCH = 25
 IN_FLIGHT = 100
 """mails fetched and handed to the server but not yet filed, at most"""
@@ -40,6 +46,24 @@ LINGER_EVERY = 0.05
 
 class ImapError(RuntimeError):
     pass
+
+
+def internaldates(lines: Iterable[bytes | bytearray]) -> dict[int, datetime]:
+    """UID → INTERNALDATE from the untagged lines of a ``UID FETCH (UID INTERNALDATE)``
+    (the month names are IMAP's English ones, whatever the locale)."""
+    out: dict[int, datetime] = {}
+    for line in lines:
+        uid, date = _FETCH_UID.search(line), _INTERNALDATE.search(line)
+        if uid is None or date is None or bytes(line).split(b" ", 2)[1:2] != [b"FETCH"]:
+            continue
+        day, month, year, hh, mm, ss, sign, zh, zm = date.groups()
+        month_no = _MONTHS.get(month.decode().lower())
+        if month_no is None:
+            continue
+        offset = timedelta(hours=int(zh), minutes=int(zm)) * (1 if sign == b"+" else -1)
+        local = datetime(int(year), month_no, int(day), int(hh), int(mm), int(ss), tzinfo=UTC)
+        out[int(uid.group(1))] = local - offset
+    return out
 
 
 def _ok(response: Any, what: str) -> Any:
@@ -121,6 +145,8 @@ class ImapInbound:
         self.lost = asyncio.Event()
         self.deferred = 0
         self.retry_delay = 1.0
+        self.dates: dict[int, datetime] = {}
+        """INTERNALDATE by UID, in this session's inbox"""
 
     async def run(self) -> None:
         delay = 1.0
@@ -148,6 +174,7 @@ class ImapInbound:
 
     async def _session(self, client: aioimaplib.IMAP4) -> None:
         cfg = self.config.imap
+        self.dates = {}
         for folder in (cfg.processed_folder, cfg.failed_folder):
             await ensure_folder(client, folder)
         resp = await self._do(client.select(cfg.inbox), f"select {cfg.inbox}")
@@ -275,7 +302,8 @@ class ImapInbound:
             while True:
                 new: list[int] = []
                 if not self.server.stopping.is_set() and len(taken) < IN_FLIGHT:
-                    new = [uid for uid in await self._uids(client) if uid not in taken][:BATCH]
+                    waiting = [uid for uid in await self._uids(client) if uid not in taken]
+                    new = (await self._delivery_order(client, waiting))[:BATCH]
                 if new:
                     fetched = await self._fetch(client, new)
                     new = [uid for uid in new if uid in fetched]
@@ -325,6 +353,18 @@ class ImapInbound:
                 for uid in uids:
                     del taken[uid]
 
+    async def _delivery_order(self, client: aioimaplib.IMAP4, uids: list[int]) -> list[int]:
+        """``uids`` sorted by INTERNALDATE (when the server received the mail), then
+        UID.  Dates are asked for once per message and session.  INTERNALDATE has
+        whole seconds: within one second the UID decides."""
+        unknown = [uid for uid in uids if uid not in self.dates]
+        for start in range(0, len(unknown), 500):
+            chunk = unknown[start : start + 500]
+            resp = await self._do(client.uid("fetch", ",".join(map(str, chunk)), "(UID INTERNALDATE)"), "UID FETCH INTERNALDATE")
+            self.dates.update(internaldates(resp.lines))
+        far = datetime.max.replace(tzinfo=UTC)  # a date the server did not give: after the dated ones
+        return sorted(uids, key=lambda uid: (self.dates.get(uid, far), uid))
+
     async def _fetch(self, client: aioimaplib.IMAP4, uids: list[int]) -> dict[int, bytes]:
         resp = await self._do(client.uid("fetch", ",".join(map(str, uids)), "(UID BODY.PEEK[])"), "UID FETCH")
         # lines: b'N FETCH (UID u BODY[] {size}', bytearray(message), b')', ... b'Fetch completed'
@@ -346,6 +386,8 @@ class ImapInbound:
 
     async def _file(self, client: aioimaplib.IMAP4, uids: list[int], folder: str) -> None:
         uid_set = ",".join(map(str, uids))
+        for uid in uids:
+            self.dates.pop(uid, None)
         await self._do(client.uid("store", uid_set, "+FLAGS.SILENT", r"(\Seen)"), f"flag {uid_set} seen")
         if client.has_capability("MOVE"):
             await self._do(client.uid("move", uid_set, folder), f"move {uid_set} to {folder}")

@@ -29,6 +29,7 @@ from typing import Any
 
 from aiosmtpd.controller import Controller
 
+from .certs import CertificatesUnavailable, TestCA
 from .postgres import free_port
 
 
@@ -45,7 +46,7 @@ log_path = {base}/dovecot.log
 info_log_path = {base}/dovecot.log
 {ssl}
 disable_plaintext_auth = no
-auth_mechanisms = plain login
+auth_mechanisms = plain login{mechanisms}
 auth_username_format = %Lu
 mail_location = maildir:{base}/mail/%u
 mail_uid = {uid}
@@ -55,12 +56,13 @@ first_valid_gid = 0
 default_login_user = dovenull
 default_internal_user = dovecot
 postmaster_address = postmaster@test.invalid
+recipient_delimiter = +
 lmtp_save_to_detail_mailbox = no
 passdb {{
   driver = passwd-file
   args = scheme=PLAIN username_format=%Lu {base}/users
 }}
-userdb {{
+{oauth2_passdb}userdb {{
   driver = static
   args = uid={uid} gid={gid} home={base}/home/%u
 }}
@@ -94,16 +96,49 @@ service stats {{
 }}
 protocol imap {{
   imap_idle_notify_interval = 1 secs
+{imap_capability}}}
+{extra}"""
+
+OAUTH2_PASSDB = """passdb {{
+  driver = oauth2
+  mechanisms = xoauth2 oauthbearer
+  args = {base}/dovecot-oauth2.conf.ext
 }}
+"""
+
+OAUTH2_CONF = """introspection_mode = post
+introspection_url = {url}/introspect
+force_introspection = yes
+username_attribute = username
+active_attribute = active
+active_value = true
 """
 
 
 class DovecotServer:
-    def __init__(self, users: dict[str, str], *, tls: bool = False) -> None:
-        """With ``tls`` a self-signed certificate for 127.0.0.1 is made (its PEM is
-        ``self.ca_file``): STARTTLS on the IMAP port and implicit TLS on ``imaps_port``."""
+    def __init__(
+        self,
+        users: dict[str, str],
+        *,
+        tls: bool = False,
+        ca: TestCA | None = None,
+        cert_names: list[str] | None = None,
+        capabilities: str = "",
+        oauth2_url: str = "",
+        extra: str = "",
+    ) -> None:
+        """With ``tls`` a certificate for ``cert_names`` (default 127.0.0.1 and
+        localhost) is issued by ``ca`` (default: a new test CA; its PEM is
+        ``self.ca_file``): STARTTLS on the IMAP port and implicit TLS on ``imaps_port``.
+        ``capabilities`` replaces the IMAP capability list after login (a server
+        without MOVE or IDLE); ``oauth2_url`` adds an ``oauth2`` passdb that asks that
+        token server (:mod:`.tokens`) to introspect XOAUTH2/OAUTHBEARER tokens;
+        ``extra`` is appended to the config (e.g. an auth listener for Postfix)."""
         self.users = dict(users)
         self.tls = tls
+        self.ca = ca
+        self.cert_names = cert_names or ["IP:127.0.0.1", "DNS:localhost"]
+        self.capabilities, self.oauth2_url, self.extra = capabilities, oauth2_url, extra
         self.ca_file = ""
         self.imaps_port = 0
         self.base: Path | None = None
@@ -132,21 +167,25 @@ class DovecotServer:
         ssl_conf = "ssl = no"
         if self.tls:
             self.imaps_port = free_port()
-            cert, key = self.base / "cert.pem", self.base / "key.pem"
-            made = subprocess.run(
-                ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out", str(cert), "-days", "2",
-                 "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost"],
-                capture_output=True, text=True, timeout=60,
-            )  # fmt: skip
-            if made.returncode != 0:
-                raise DovecotUnavailable(f"openssl could not make a test certificate: {made.stderr}")
-            os.chmod(key, 0o644)
-            self.ca_file = str(cert)
+            try:
+                if self.ca is None:
+                    self.ca = TestCA(directory=self.base / "ca")
+                cert, key = self.ca.issue(self.cert_names, stem=f"dovecot-{self.imaps_port}")
+            except CertificatesUnavailable as exc:
+                raise DovecotUnavailable(str(exc)) from exc
+            self.ca_file = str(self.ca.cert)
             ssl_conf = f"ssl = yes\nssl_cert = <{cert}\nssl_key = <{key}"
         self._write_users()
         conf = self.base / "dovecot.conf"
+        oauth2_passdb = ""
+        if self.oauth2_url:
+            (self.base / "dovecot-oauth2.conf.ext").write_text(OAUTH2_CONF.format(url=self.oauth2_url))
+            oauth2_passdb = OAUTH2_PASSDB.format(base=self.base)
         conf.write_text(CONF.format(base=self.base, uid=uid, gid=gid, imap_port=self.imap_port, lmtp_port=self.lmtp_port,
-                                    imaps_port=self.imaps_port, ssl=ssl_conf))  # fmt: skip
+                                    imaps_port=self.imaps_port, ssl=ssl_conf, oauth2_passdb=oauth2_passdb,
+                                    mechanisms=" xoauth2 oauthbearer" if self.oauth2_url else "",
+                                    imap_capability=f"  imap_capability = {self.capabilities}\n" if self.capabilities else "",
+                                    extra=self.extra))  # fmt: skip
         self.proc = subprocess.Popen([binary, "-F", "-c", str(conf)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         deadline = time.time() + 20
         while time.time() < deadline:
