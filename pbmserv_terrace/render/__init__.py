@@ -16,7 +16,6 @@ from typing import Any
 import jinja2
 
 COMMENT_RULE = "*" * 60
-GAME_TITLES = {"terrace": "Terrace", "terrace6x6": "Terrace6x6"}
 
 
 def templates_dir() -> Path:

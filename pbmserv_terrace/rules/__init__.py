@@ -4,10 +4,9 @@ from .board import render_board
 from .geometry import Geometry, geometry
 from .notation import MOVE_FORMS, NotationError, format_move, format_tpn, looks_like_move, parse_move, parse_tpn, why_illegal
 from .position import Move, Outcome, Position, goal_square
-from .setups import GAME_TYPES, PLAYERS, VARIANTS, setup_tpn, start_position, variant_for_players
+from .setups import PLAYERS, VARIANTS, setup_tpn, start_position, variant_for_players
 
 __all__ = [
-    "GAME_TYPES",
     "MOVE_FORMS",
     "PLAYERS",
     "VARIANTS",

@@ -13,7 +13,6 @@ from .notation import parse_tpn
 from .position import Position
 
 VARIANTS = ("long", "medium", "short", "master", "3p", "4p")
-GAME_TYPES = {"terrace": 8, "terrace6x6": 6}
 
 _SETUPS: dict[tuple[int, str], str] = {
     (8, "long"): "DDCCBBAT/AABBCCDD/8/8/8/8/ddccbbaa/tabbccdd 1",

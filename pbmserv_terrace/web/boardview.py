@@ -11,7 +11,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from ..render import GAME_TITLES, move_table
+from ..gametypes import board_size, game_title
+from ..render import move_table
 from ..rules import Move, Position, format_tpn, parse_move, parse_tpn, render_board
 from ..rules.pieces import piece_text
 from ..store.archive import GameRow, MoveRow, SeatRow
@@ -21,14 +22,6 @@ NOT_MOVES = ("Resign", "Forfeit")
 ARMY_COLOURS = {1: "orange", 2: "blue", 3: "green", 4: "pink"}
 ARMY_FILL = {1: "#E69F00", 2: "#0072B2", 3: "#009E73", 4: "#CC79A7"}
 """the armies' colours as the board picture (render.picture) draws them: Okabe-Ito"""
-
-
-def board_size(game_type: str) -> int:
-    return 6 if game_type == "terrace6x6" else 8
-
-
-def title(game_type: str) -> str:
-    return GAME_TITLES.get(game_type, game_type)
 
 
 @dataclass
@@ -195,7 +188,7 @@ def text_record(game: GameRow, moves: list[MoveRow], final: Position) -> str:
     """The game as plain text: header lines, the moves in the server's notation, the
     final position as TPN."""
     lines = [
-        f"Game: {title(game.game_type)} board {game.board_number}",
+        f"Game: {game_title(game.game_type)} board {game.board_number}",
         f"Players: {', '.join(f'{s.userid} (army {s.seat}, {piece_text(s.seat << 3)})' for s in game.seats)}",
         f"Setup: {game.variant}{'' if game.rated else ', unrated'}",
         f"Start: {game.start_position}",

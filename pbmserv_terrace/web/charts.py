@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from html import escape
 
-from .ratings import START, Point
+from ..elo import START
+from .ratings import Point
 
 WIDTH, HEIGHT, PAD = 560, 200, 36
 

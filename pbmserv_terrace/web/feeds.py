@@ -12,10 +12,11 @@ from datetime import datetime
 from starlette.requests import Request
 from starlette.responses import Response
 
+from ..gametypes import game_title
 from ..store.archive import Archive
-from .app import FINAL_MAX_AGE, LIVE_MAX_AGE, NotFound, cached, site_of
-from .boardview import frames, players, replay, status_lines, text_record, title
+from .boardview import frames, players, replay, status_lines, text_record
 from .pages import PLAYER_GAMES, board_url, load_board, outcome_for
+from .site import FINAL_MAX_AGE, LIVE_MAX_AGE, NotFound, cached, site_of
 
 ATOM = "application/atom+xml; charset=utf-8"
 
@@ -63,7 +64,7 @@ async def board_feed(request: Request) -> Response:
     feed = site.render(
         "feed.xml",
         feed_id=f"{base}{board_url(game)}",
-        feed_title=f"{title(game.game_type)} board {game.board_number}: " + " vs ".join(p.userid for p in players(game, {})),
+        feed_title=f"{game_title(game.game_type)} board {game.board_number}: " + " vs ".join(p.userid for p in players(game, {})),
         link=f"{base}{board_url(game)}",
         self_link=f"{base}{board_url(game)}/feed.atom",
         updated=stamp(updated),
@@ -89,7 +90,7 @@ async def player_feed(request: Request) -> Response:
         entries.append(
             {
                 "id": f"{base}{board_url(g)}",
-                "title": f"{title(g.game_type)} board {g.board_number}: {' vs '.join(s.userid for s in g.seats)} ({state})",
+                "title": f"{game_title(g.game_type)} board {g.board_number}: {' vs '.join(s.userid for s in g.seats)} ({state})",
                 "updated": stamp(g.last_move_at),
                 "link": f"{base}{board_url(g)}",
                 "summary": f"{g.result or 'in progress'}; {g.ply} plies.",

@@ -7,13 +7,14 @@ from __future__ import annotations
 from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
 
+from ..gametypes import GAME_TYPES, board_size, game_title
 from ..render import render
-from ..rules import GAME_TYPES, render_board, start_position
+from ..rules import render_board, start_position
 from ..store.archive import Archive, GameRow, MoveRow
-from .app import FINAL_MAX_AGE, LIVE_MAX_AGE, NotFound, cached, site_of
-from .boardview import board_size, latest_comment, move_rounds, players, replay, status_lines, title, to_move
+from .boardview import latest_comment, move_rounds, players, replay, status_lines, to_move
 from .charts import rating_chart
 from .picture import inline_svg
+from .site import FINAL_MAX_AGE, LIVE_MAX_AGE, NotFound, cached, site_of
 
 FRONT_ACTIVE, FRONT_FINISHED, PLAYER_GAMES = 30, 20, 300
 HELP_TOPICS = (("General", "help_general.txt"), ("Commands", "help_commands.txt"), ("Rules", "help_terrace.txt"),
@@ -37,7 +38,7 @@ async def load_board(archive: Archive, request: Request) -> tuple[GameRow, list[
     game_type, number = game_type_of(request), int(request.path_params["number"])
     found = await archive.game(game_type, number)
     if found is None:
-        raise NotFound(f"{title(game_type)} board {number}: there is no such board")
+        raise NotFound(f"{game_title(game_type)} board {number}: there is no such board")
     game, ratings = found
     return game, await archive.moves(game.id), ratings
 
@@ -47,7 +48,7 @@ def requested_ply(request: Request, game: GameRow) -> int:
     if raw is None or raw == "":
         return game.ply
     if not raw.isdigit() or int(raw) > game.ply:
-        raise NotFound(f"ply {raw[:12]} of {title(game.game_type)} board {game.board_number} (it has plies 0 to {game.ply})")
+        raise NotFound(f"ply {raw[:12]} of {game_title(game.game_type)} board {game.board_number} (it has plies 0 to {game.ply})")
     return int(raw)
 
 
@@ -61,7 +62,7 @@ async def home(request: Request) -> Response:
             types.append(
                 {
                     "name": game_type,
-                    "title": title(game_type),
+                    "title": game_title(game_type),
                     "count": await archive.count_active(game_type),
                     "active": [(g, to_move(g)) for g in active],
                     "finished": await archive.recent_finished(game_type, FRONT_FINISHED),
@@ -85,7 +86,7 @@ async def standings(request: Request) -> Response:
         version = await archive.ratings_version()
         if site.standings is None or site.standings[0] != version:
             # rendering a few thousand rows costs tens of ms: keep the page until a rating changes
-            tables = [(game_type, title(game_type), await archive.standings(game_type)) for game_type in GAME_TYPES]
+            tables = [(game_type, game_title(game_type), await archive.standings(game_type)) for game_type in GAME_TYPES]
             site.standings = (version, site.render("standings.html", tables=tables))
     return cached(request, site.standings[1], key="standings")
 
@@ -121,7 +122,7 @@ async def board(request: Request) -> Response:
     html = site.render(
         "board.html",
         game=game,
-        title=title(game.game_type),
+        title=game_title(game.game_type),
         url=board_url(game),
         ply=ply,
         frame=frame,
@@ -164,9 +165,9 @@ async def player(request: Request) -> Response:
     charts = [
         (
             game_type,
-            title(game_type),
+            game_title(game_type),
             row,
-            rating_chart(site.ratings.points(game_type, userid), f"{userid}'s {title(game_type)} rating"),
+            rating_chart(site.ratings.points(game_type, userid), f"{userid}'s {game_title(game_type)} rating"),
         )
         for game_type, row in ratings
     ]

@@ -4,8 +4,8 @@ replays the finished rated games with the server's Elo rule (COMMANDS.md §4).
 The replay is incremental and shared by every request: it remembers which history
 rows it applied and reads only rows above the highest id it has seen (a primary-key
 range), minus a small window, so a game whose transaction committed late with a
-lower id is still picked up.  The rule restates ``service/ratings.py`` (the web may
-not import the service layer); a test checks both agree.
+lower id is still picked up.  The rule is :mod:`pbmserv_terrace.elo`, the same
+arithmetic the service applies when a game ends.
 """
 
 from __future__ import annotations
@@ -15,24 +15,11 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from ..elo import START, new_ratings, scores
 from ..store.archive import Archive, RatedResult
 
-START = 1600.0
-ESTABLISHED_GAMES = 20
-K_ESTABLISHED, K_PROVISIONAL = 32.0, 64.0
 LATE_WINDOW = 64
 """history ids below the highest seen that are read again (late commits)"""
-
-
-def new_ratings(ratings: list[float], games: list[int], scores: list[float]) -> list[float]:
-    """Each player's rating after one game, all from the ratings before it."""
-    out = []
-    for i, rating in enumerate(ratings):
-        others = [r for j, r in enumerate(ratings) if j != i]
-        k = K_ESTABLISHED if games[i] >= ESTABLISHED_GAMES else K_PROVISIONAL
-        expected = 1.0 / (1.0 + 10 ** ((sum(others) / len(others) - rating) / 400.0))
-        out.append(rating + k * (scores[i] - expected))
-    return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,11 +56,8 @@ class RatingHistory:
         state = self._types[row.game_type]
         before = [state.rating.get(p, START) for p in row.players]
         played = [state.games[p] for p in row.players]
-        if row.winner_seat is None:
-            scores = [0.5] * len(row.players)
-        else:
-            scores = [1.0 if i + 1 == row.winner_seat else 0.0 for i in range(len(row.players))]
-        for player, after in zip(row.players, new_ratings(before, played, scores), strict=True):
+        results = scores(range(1, len(row.players) + 1), row.winner_seat)
+        for player, after in zip(row.players, new_ratings(before, played, results), strict=True):
             state.rating[player] = after
             state.games[player] += 1
             state.points[player].append(Point(row.finished_at, after, row.board_number))

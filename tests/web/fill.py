@@ -1,6 +1,6 @@
 """Fill a migrated database with users and games written through the store, the way
 the service leaves them: random legal games played with the rules, finished games
-with their history line and Elo ratings (service.ratings), comments kept with games."""
+with their history line and Elo ratings (pbmserv_terrace.elo, as service.ratings applies it), comments kept with games."""
 
 from __future__ import annotations
 
@@ -8,8 +8,9 @@ import random
 from dataclasses import dataclass, field
 from datetime import timedelta
 
+from pbmserv_terrace.elo import new_ratings
+from pbmserv_terrace.elo import scores as elo_scores
 from pbmserv_terrace.rules import format_move, format_tpn, setup_tpn, start_position
-from pbmserv_terrace.service.ratings import new_ratings
 from pbmserv_terrace.store import Database, FinishedGame, Game, MoveRecord, Seat, UnitOfWork, User, utcnow
 
 HOSTILE = '<script>alert("x")</script> & <img src=x onerror=alert(1)> {{ 7*7 }} "quoted"'
@@ -119,7 +120,7 @@ async def finish(uow: UnitOfWork, game: Game, players: list[User], winner: int, 
     for seat in game.seats:
         seat.active = seat.seat == winner
     rows = await uow.ratings.for_update([u.id for u in players], game.game_type)
-    scores = [1.0 if i + 1 == winner else 0.0 for i in range(len(players))]
+    scores = elo_scores(range(1, len(players) + 1), winner)
     after = new_ratings([r.rating for r in rows], [r.games for r in rows], scores)
     for row, new, score in zip(rows, after, scores, strict=True):
         row.rating, row.games = new, row.games + 1

@@ -1,0 +1,37 @@
+"""The archive's URL table: which handler answers which path.  It imports the handler
+modules; they import only :mod:`.site`, never this or :mod:`.app`, so the graph has no
+cycle and nothing is imported late.
+
+Board numbers are per game type, so the type is part of a board's address;
+``/boards/N`` redirects to the default type.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from starlette.routing import BaseRoute, Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from . import feeds, pages
+
+STATIC_DIR = Path(__file__).resolve().parent / "static"
+
+
+def routes() -> list[BaseRoute]:
+    """A fresh route list (each app gets its own static files mount)."""
+    return [
+        Route("/", pages.home),
+        Route("/help", pages.help_page),
+        Route("/standings", pages.standings),
+        Route("/healthz", pages.healthz),
+        Route("/boards/{number:int}", pages.board_redirect),
+        Route("/boards/{number:int}.txt", pages.board_redirect),
+        Route("/boards/{number:int}/feed.atom", pages.board_redirect),
+        Route("/boards/{game_type}/{number:int}", pages.board),
+        Route("/boards/{game_type}/{number:int}.txt", feeds.board_text),
+        Route("/boards/{game_type}/{number:int}/feed.atom", feeds.board_feed),
+        Route("/players/{userid}", pages.player),
+        Route("/players/{userid}/feed.atom", feeds.player_feed),
+        Mount("/static", app=StaticFiles(directory=str(STATIC_DIR)), name="static"),
+    ]
