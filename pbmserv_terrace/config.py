@@ -141,6 +141,39 @@ class TimerConfig:
     """days without a move before a forfeit"""
 
 
+DEFAULT_WEB_LISTEN = "127.0.0.1:8080"
+
+
+def parse_listen(value: str) -> tuple[str, int]:
+    """``host:port`` (``[::1]:8080`` for IPv6) as (host, port); ValueError when it is not one."""
+    host, sep, port = value.strip().rpartition(":")
+    host = host.strip("[]")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) <= 65535:
+        raise ValueError(value)
+    return host, int(port)
+
+
+@dataclass
+class WebConfig:
+    """The read-only web archive (issue 19), run by ``serve`` beside the mail loop or
+    alone by ``pbmserv-terrace web``."""
+
+    listen: str = ""
+    """host:port to serve it on, or "off".  Unset: on at 127.0.0.1:8080 in the embedded
+    default (no [imap]/[smtp]), off with real mail (an operator opens a port on purpose)"""
+    public_url: str = ""
+    """the archive's address as players reach it (https://games.example.org): board mails
+    end with the board's URL and feed ids use it; empty = no links in mail"""
+
+    @property
+    def enabled(self) -> bool:
+        return self.listen not in ("", "off")
+
+    def address(self) -> tuple[str, int]:
+        """(host, port) of ``listen`` (validated by :func:`load_config`)."""
+        return parse_listen(self.listen)
+
+
 @dataclass
 class Config:
     server: ServerConfig = field(default_factory=ServerConfig)
@@ -149,6 +182,7 @@ class Config:
     embedded: EmbeddedConfig = field(default_factory=EmbeddedConfig)
     timers: TimerConfig = field(default_factory=TimerConfig)
     oauth2: OAuth2Config = field(default_factory=OAuth2Config)
+    web: WebConfig = field(default_factory=WebConfig)
     source: str = "built-in defaults"
 
     @property
@@ -171,6 +205,7 @@ _SECTIONS = {
     "embedded": EmbeddedConfig,
     "timers": TimerConfig,
     "oauth2": OAuth2Config,
+    "web": WebConfig,
 }
 
 
@@ -341,3 +376,23 @@ def _validate(cfg: Config) -> None:
         raise ConfigError("timers.nagtime/forfeittime: must be more than 0 days")
     if cfg.timers.forfeittime < cfg.timers.nagtime:
         raise ConfigError("timers.forfeittime: must not be shorter than timers.nagtime")
+    _validate_web(cfg)
+
+
+def _validate_web(cfg: Config) -> None:
+    """``web.listen`` resolved (unset: on in the embedded default, off with real mail) and
+    checked; ``web.public_url`` an http(s) address without a trailing slash."""
+    web = cfg.web
+    web.listen = web.listen.strip()
+    if web.listen.lower() in ("off", "none", "false", "no"):
+        web.listen = "off"
+    if not web.listen:
+        web.listen = "off" if cfg.uses_imap or cfg.uses_smtp else DEFAULT_WEB_LISTEN
+    if web.listen != "off":
+        try:
+            parse_listen(web.listen)
+        except ValueError:
+            raise ConfigError(f"web.listen: {web.listen!r} is not host:port (e.g. {DEFAULT_WEB_LISTEN}) or off") from None
+    web.public_url = web.public_url.strip().rstrip("/")
+    if web.public_url and not (web.public_url.startswith(("http://", "https://")) and web.public_url.split("://", 1)[1]):
+        raise ConfigError(f"web.public_url: {web.public_url!r} is not an http:// or https:// address")
