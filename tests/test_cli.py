@@ -81,3 +81,14 @@ def test_handle_pipe_mode_print_and_maildir(tmp_path):
     # the same mail again is a no-op
     out = handle(_eml("ben@x.test", "signup ben pw", "2"))
     assert b"result=duplicate" in out.stderr and len(list(inbox)) == 1
+
+
+def test_board_png_writes_the_picture_and_refuses_bad_input(tmp_path):
+    from PIL import Image
+
+    out = run("board", "--png", str(tmp_path / "b.png"), setup_tpn("long"), "--last-move", "d2-e3")
+    assert out.returncode == 0, out.stderr
+    image = Image.open(tmp_path / "b.png")
+    assert image.format == "PNG" and image.width >= 560
+    bad = run("board", "--png", str(tmp_path / "c.png"), setup_tpn("long"), "--last-move", "d2-a8")
+    assert bad.returncode == 2 and "error:" in bad.stderr and not (tmp_path / "c.png").exists()

@@ -15,10 +15,11 @@ from collections.abc import Callable, Sequence
 
 from ..app.pipe import handle_raw, read_stdin
 from ..mail.message import with_envelope_recipients
+from ..render.picture import write_png
 from ..rules import NotationError, parse_tpn, render_board, start_position
 from ..rules.perft import perft
 from ..store import Database
-from . import admin, serve
+from . import admin, serve, web
 from .common import CliError, config_from_args
 
 Handler = Callable[[argparse.Namespace], int]
@@ -41,8 +42,15 @@ def _cmd_perft(args: argparse.Namespace) -> int:
 
 
 def _cmd_board(args: argparse.Namespace) -> int:
+    tpn = args.position or args.tpn
+    if not tpn:
+        raise UsageError("give the position string (TPN), e.g. board --position 'DDCCBBAT/AABBCCDD/8/8/8/8/ddccbbaa/tabbccdd 1'")
     try:
-        pos = parse_tpn(args.position)
+        if args.png:
+            write_png(args.png, tpn, args.last_move)
+            print(f"picture written to {args.png}")
+            return 0
+        pos = parse_tpn(tpn)
     except NotationError as exc:
         raise UsageError(str(exc)) from None
     print(render_board(pos))
@@ -92,8 +100,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--depth", type=int, required=True)
     p.set_defaults(handler=_cmd_perft)
 
-    p = sub.add_parser("board", help="print the ASCII board of a position string")
-    p.add_argument("--position", required=True, help="a position string (TPN)")
+    p = sub.add_parser("board", help="print the ASCII board of a position string, or draw it as a PNG")
+    p.add_argument("tpn", nargs="?", help="a position string (TPN), or give it with --position")
+    p.add_argument("--position", help="a position string (TPN)")
+    p.add_argument("--png", metavar="FILE", help="write the board picture (as board mails show it) to FILE")
+    p.add_argument("--last-move", help="with --png: play this move from the position and mark it, e.g. e2-e3")
     p.set_defaults(handler=_cmd_board)
 
     p = sub.add_parser("migrate", help="create or upgrade the database schema")
@@ -110,6 +121,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     serve.register(sub)
     admin.register(sub)
+    web.register(sub)
     return parser
 
 

@@ -8,11 +8,13 @@ and refuses header injection in what it sends.
 
 from __future__ import annotations
 
+import base64
 import email.charset
 import email.policy
 import hashlib
 import html
 import re
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from email.header import Header, decode_header, make_header
 from email.message import Message
@@ -203,6 +205,8 @@ def build_message(
     in_reply_to: str | None,
     date: datetime | None = None,
     reply_to: str | None = None,
+    html: str | None = None,
+    images: Sequence[tuple[str, bytes]] = (),
 ) -> Message:
     """A reply as a ``Message`` ready to send.  Every header value is flattened to
     one line and the recipient must be a plain address, so no caller can inject
@@ -228,11 +232,46 @@ def build_message(
             raise ValueError(f"not a usable Reply-To: {reply_to!r}")
         msg["Reply-To"] = formataddr((_one_line(sender_name), reply_to), charset="utf-8")
     msg["MIME-Version"] = "1.0"
+    if html is None:
+        _set_text(msg, body)
+        return msg
+    # multipart/alternative: the text part first (the record, as pbmserv sent it),
+    # then multipart/related with the HTML and its inline pictures (cid:), which
+    # mail clients show where they block SVG and data: URIs
+    msg["Content-Type"] = "multipart/alternative"
+    msg.set_boundary(f"alt-{_boundary(message_id)}")
+    text = Message(policy=email.policy.compat32)
+    _set_text(text, body)
+    related = Message(policy=email.policy.compat32)
+    related["Content-Type"] = 'multipart/related; type="text/html"'
+    related.set_boundary(f"rel-{_boundary(message_id)}")
+    page = Message(policy=email.policy.compat32)
+    page.set_payload(html, _QP_UTF8)
+    page.set_type("text/html")
+    related.attach(page)
+    for cid, data in images:
+        image = Message(policy=email.policy.compat32)
+        image["Content-Type"] = "image/png"
+        image["Content-Transfer-Encoding"] = "base64"
+        image["Content-ID"] = f"<{_one_line(cid)}>"
+        image["Content-Disposition"] = 'inline; filename="board.png"'
+        image.set_payload(base64.encodebytes(data).decode("ascii"))
+        related.attach(image)
+    msg.attach(text)
+    msg.attach(related)
+    return msg
+
+
+def _set_text(part: Message, body: str) -> None:
     if body.isascii() and all(len(line) <= _MAX_LINE for line in body.split("\n")):
-        msg["Content-Type"] = 'text/plain; charset="us-ascii"'
-        msg["Content-Transfer-Encoding"] = "7bit"
-        msg.set_payload(body)
+        part["Content-Type"] = 'text/plain; charset="us-ascii"'
+        part["Content-Transfer-Encoding"] = "7bit"
+        part.set_payload(body)
     else:
         # quoted-printable keeps non-ASCII replies readable in any mail client's source view
-        msg.set_payload(body, _QP_UTF8)
-    return msg
+        part.set_payload(body, _QP_UTF8)
+
+
+def _boundary(message_id: str) -> str:
+    """A MIME boundary that no part's text contains (from the Message-ID's hash)."""
+    return "pbmserv-" + hashlib.sha256(message_id.encode()).hexdigest()[:24]

@@ -83,6 +83,10 @@ class GameView:
     col_width: int = 12
     private_lines: list[str] = field(default_factory=list)
     """lines only the seat's owner sees (queued / submitted moves in showas)"""
+    position: str = ""
+    """the position shown (TPN), for the picture"""
+    last_move: str = ""
+    """the last ply in canonical notation (``C-d2-e3:B``), '' when none is shown"""
 
 
 @dataclass

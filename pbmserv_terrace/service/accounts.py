@@ -54,15 +54,30 @@ async def signup(ctx: Ctx, cmd: Command) -> None:
 @command(
     "change",
     game=False,
-    usage="change password USERID PASSWORD NEWPASSWORD | change address USERID PASSWORD [address ...] | change keys USERID PASSWORD",
+    usage="change password USERID PASSWORD NEWPASSWORD | change address USERID PASSWORD [address ...] | change keys USERID PASSWORD"
+    " | change pictures USERID PASSWORD on|off | change public USERID PASSWORD on|off",
     auth=1,
 )
 async def change(ctx: Ctx, cmd: Command) -> None:
     words = need(cmd, 3)
     what = words[0].lower()
-    if what not in ("password", "address", "addresses", "keys"):
-        raise CommandError(f"'change {words[0][:30]}': you can change your password, your address or your reply keys")
+    if what not in ("password", "address", "addresses", "keys", "pictures", "public"):
+        raise CommandError(
+            f"'change {words[0][:30]}': you can change your password, address, keys, pictures (on/off) or public (on/off)"
+        )
     user = await ctx.auth(words[1], words[2])
+    if what in ("pictures", "public"):
+        if len(words) != 4 or words[3].lower() not in ("on", "off"):
+            raise CommandError(f"'change {what}' is followed by on or off")
+        on = words[3].lower() == "on"
+        if what == "pictures":
+            user.pictures = on
+            said = "Board mails now show the board as a picture too." if on else "Board mails are now plain text only."
+        else:
+            user.public_comments = on
+            said = "Your comments show in the web archive." if on else "Your comments show as (hidden) in the web archive."
+        notice(ctx, f"{ctx.server_name}: {what} {words[3].lower()}", f"{user.userid}: {said}")
+        return
     if what == "password":
         if len(words) != 4:
             raise CommandError("'change password' needs the new password")

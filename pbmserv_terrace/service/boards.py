@@ -5,11 +5,14 @@ Playing and ending games is :mod:`.plies`."""
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from ..commands import Command
 from ..gametypes import board_size, game_title
 from ..render import CommentView, GameView, PlayerView, move_table, render
-from ..rules import Move, Position, goal_square, parse_move, parse_tpn, render_board
+from ..render.html import board_html
+from ..render.picture import picture_alt
+from ..rules import Move, Position, format_tpn, goal_square, parse_move, parse_tpn, render_board
 from ..rules.pieces import piece_text
 from ..store import Game, MoveRecord, Seat, User
 from .context import CommandError, Ctx, Mail
@@ -181,6 +184,8 @@ async def game_view(
         omitted_rounds=omitted + first_round,
         col_width=width,
         private_lines=private,
+        position=format_tpn(pos),
+        last_move=moves[-1].move if moves and moves[-1].move not in (RESIGN, FORFEIT) else "",
     )
 
 
@@ -213,12 +218,13 @@ async def mail_game(
     game has ended), one body for all."""
     view = await game_view(ctx, game, notes=notes)
     body = render(template, game=view, headline=headline, comment=comment, example=example_move(position(game)))
+    picture = BoardPicture(view, headline, comment)
     users: list[User] = [s.user for s in game.seats]
     users += await ctx.subscribers(game.id)
     if game.status != "active":
         users += await ctx.uow.watchers.notifiers(game.id)
         users += await ctx.uow.users.notify_all_users()
-    await send_board(ctx, game, users, subject_for(game, new=new, comment=bool(comment and comment.text)), body)
+    await send_board(ctx, game, users, subject_for(game, new=new, comment=bool(comment and comment.text)), body, picture)
 
 
 def example_move(pos: Position) -> str:
@@ -262,12 +268,39 @@ def reply_hint(game: Game, seat: Seat) -> str:
     return f"It is {mover}'s turn: reply to this mail with queue and your move, or resign, draw, undo, show, chat."
 
 
-async def send_board(ctx: Ctx, game: Game, users: list[User], subject: str, body: str) -> None:
+@dataclass
+class BoardPicture:
+    """What the HTML part of a board mail shows (issue 16): the view the text was
+    made from, so both parts say the same."""
+
+    view: GameView
+    headline: str
+    comment: CommentView | None = None
+
+    def html(self, hint: str) -> str:
+        cid = f"board-{self.view.title.lower()}-{self.view.board_number}@pbmserv"
+        alt = picture_alt(parse_tpn(self.view.position)) if self.view.position else "the board"
+        comments = [self.comment] if self.comment and self.comment.text else []
+        return board_html(self.view, headline=self.headline, comments=comments, cid=cid, alt=alt, reply_hint=hint)
+
+    def spec(self) -> dict[str, object]:
+        """What :mod:`pbmserv_terrace.app.compose` draws when the mail is sent."""
+        return {
+            "tpn": self.view.position,
+            "last_move": self.view.last_move,
+            "cid": f"board-{self.view.title.lower()}-{self.view.board_number}@pbmserv",
+        }
+
+
+async def send_board(
+    ctx: Ctx, game: Game, users: list[User], subject: str, body: str, picture: BoardPicture | None = None
+) -> None:
     """A board mail to ``users``: each player of the board gets their own copy with
     a reply key (``Reply-To``) and the line saying how to answer it by Reply; the
-    others (subscribers, notifiers) one copy without."""
+    others (subscribers, notifiers) one copy without.  With ``picture``, users who
+    want pictures (the default) get the HTML part with the board drawn."""
     seats = {s.user_id: s for s in game.seats}
-    others: list[User] = []
+    others: dict[bool, list[User]] = {True: [], False: []}
     done: set[int] = set()
     for user in users:
         if user.id in done:
@@ -275,12 +308,21 @@ async def send_board(ctx: Ctx, game: Game, users: list[User], subject: str, body
         done.add(user.id)
         seat = seats.get(user.id)
         if seat is None or user.signed_off or not user.addresses:
-            others.append(user)
+            others[picture is not None and user.pictures].append(user)
             continue
         reply_to, key = await ctx.reply_address(game.game_type, game.board_number, user, game.ply)
-        text = body.rstrip("\n") + "\n\n" + reply_hint(game, seat) + "\n"
-        ctx.out.append(Mail(list(dict.fromkeys(user.addresses)), subject, text, reply_to=reply_to, reply_key=key))
-    ctx.send(others, subject, body)
+        hint = reply_hint(game, seat)
+        text = body.rstrip("\n") + "\n\n" + hint + "\n"
+        mail = Mail(list(dict.fromkeys(user.addresses)), subject, text, reply_to=reply_to, reply_key=key)
+        if picture is not None and user.pictures:
+            mail.html, mail.picture = picture.html(hint), picture.spec()
+        ctx.out.append(mail)
+    ctx.send(others[False], subject, body)
+    if others[True] and picture is not None:
+        mark = len(ctx.out)
+        ctx.send(others[True], subject, body)
+        for mail in ctx.out[mark:]:
+            mail.html, mail.picture = picture.html(""), picture.spec()
 
 
 def take_comment(ctx: Ctx, game: Game, cmd: Command, author: str) -> CommentView | None:

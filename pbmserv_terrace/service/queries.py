@@ -18,6 +18,7 @@ from ..store import Game, User
 from .accounts import HELP_TOPICS, help_values
 from .args import need
 from .boards import (
+    BoardPicture,
     army_letters,
     game_view,
     load_game,
@@ -70,13 +71,18 @@ async def _reply_summaries(
         return
     game = games[0][0]
     ctx.reply(f"{game_title(game.game_type)} Board {game.board_number} {to_move_name(game)}", "summary.txt", games=views)
+    mail = ctx.out[-1]
     sender = ctx.sender.lower()
     seat = next((s for s in game.seats if sender in {a.lower() for a in s.user.addresses}), None)
+    hint = ""
     if seat is not None:
         # the sender plays on this board: the summary is a board mail they can answer by Reply
-        mail = ctx.out[-1]
         mail.reply_to, mail.reply_key = await ctx.reply_address(game.game_type, game.board_number, seat.user, game.ply)
-        mail.body = mail.body.rstrip("\n") + "\n\n" + reply_hint(game, seat) + "\n"
+        hint = reply_hint(game, seat)
+        mail.body = mail.body.rstrip("\n") + "\n\n" + hint + "\n"
+    if seat is None or seat.user.pictures:
+        picture = BoardPicture(views[0], f"Summary of {game_title(game.game_type)} Board {game.board_number}")
+        mail.html, mail.picture = picture.html(hint), picture.spec()
 
 
 async def _boards_of(ctx: Ctx, game_type: str | None, userids: list[str], selector: str) -> tuple[dict[str, User], list[Game]]:

@@ -145,7 +145,9 @@ class Players:
 
 
 def body(msg: Message) -> str:
-    payload = msg.get_payload(decode=True)
+    """The text/plain part (board mails are multipart/alternative with a picture)."""
+    part = next((p for p in msg.walk() if p.get_content_type() == "text/plain"), msg)
+    payload = part.get_payload(decode=True)
     return payload.decode("utf-8").replace("\r\n", "\n") if isinstance(payload, bytes) else ""
 
 

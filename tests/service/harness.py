@@ -10,6 +10,7 @@ import itertools
 import mailbox
 import tempfile
 from dataclasses import dataclass
+from email.message import Message
 from email.utils import make_msgid
 from pathlib import Path
 
@@ -26,7 +27,23 @@ class Reply:
     to: str
     subject: str
     body: str
+    """the text/plain part"""
     headers: dict[str, str]
+    message: Message | None = None
+
+    @property
+    def html(self) -> str:
+        return part_text(self.message, "text/html") if self.message is not None else ""
+
+
+def part_text(msg: Message, ctype: str) -> str:
+    """The first part of type ``ctype``, decoded ('' when there is none)."""
+    for part in msg.walk():
+        if part.get_content_type() == ctype:
+            payload = part.get_payload(decode=True)
+            if isinstance(payload, bytes):
+                return payload.decode(part.get_content_charset() or "utf-8").replace("\r\n", "\n")
+    return ""
 
 
 def raw_mail(
@@ -88,12 +105,7 @@ class Harness:
             f.flush()
             box = mailbox.mbox(f.name)
             replies = [
-                Reply(
-                    m["To"],
-                    str(m["Subject"]),
-                    m.get_payload(decode=True).decode("utf-8").replace("\r\n", "\n"),
-                    {k.lower(): str(v) for k, v in m.items()},
-                )
+                Reply(m["To"], str(m["Subject"]), part_text(m, "text/plain"), {k.lower(): str(v) for k, v in m.items()}, m)
                 for m in box
             ]
             box.close()
