@@ -49,6 +49,8 @@ class ServerConfig:
     concurrency: int = 8
     """mails in their transactions at once (moves on different boards by different
     players); mails that may touch the same things always run in delivery order"""
+    robot_workers: int = 1
+    """worker processes computing the robot players' moves (``serve``; at least 1)"""
 
 
 @dataclass
