@@ -1,5 +1,6 @@
-"""Sending a finished reply: over SMTP (aiosmtplib, a few connections kept open)
-or into a local Maildir (the embedded default).  Network adapters only: which
+"""Sending a finished reply: over SMTP (aiosmtplib, a few connections kept open,
+TLS verified, password or OAuth2 XOAUTH2 login) or into a local Maildir (the
+embedded default).  Network adapters only: which
 reply to send, and what to record about it, is the outbox's job (app/outbox.py).
 """
 
@@ -9,7 +10,6 @@ import asyncio
 import email.policy
 import logging
 import mailbox
-import ssl
 from email.message import Message
 from pathlib import Path
 from typing import Protocol
@@ -17,6 +17,8 @@ from typing import Protocol
 import aiosmtplib
 
 from ..config import Config
+from .oauth2 import OAuth2Error, TokenSource, token_source, with_token_retry
+from .tls import TlsError, client_context, explain
 
 log = logging.getLogger("pbmserv.outbound")
 
@@ -73,12 +75,15 @@ class SmtpDelivery:
 
     def __init__(self, config: Config, connections: int | None = None) -> None:
         self.cfg = config.smtp
+        self.tokens: TokenSource | None = token_source(config.oauth2) if config.smtp.auth == "oauth2" else None
         self.size = max(1, connections or self.cfg.connections)
         self._idle: list[aiosmtplib.SMTP] = []
         self._slots: asyncio.Semaphore | None = None
 
     async def connect(self) -> aiosmtplib.SMTP:
-        """A new connection, made and authenticated."""
+        """A new connection, made, secured and authenticated.  TLS is verified
+        (``ca_file`` or the system's store); STARTTLS that the server does not
+        offer is an error, never plain text instead."""
         cfg = self.cfg
         client = aiosmtplib.SMTP(
             hostname=cfg.host,
@@ -86,16 +91,41 @@ class SmtpDelivery:
             use_tls=cfg.tls == "ssl",
             start_tls=cfg.tls == "starttls",
             timeout=cfg.timeout,
-            tls_context=ssl.create_default_context(cafile=cfg.ca_file) if cfg.ca_file else None,
+            tls_context=client_context(cfg.ca_file),
         )
-        await client.connect()
         try:
-            if cfg.user:
+            await client.connect()
+        except Exception as exc:
+            message = explain(exc, "smtp", cfg.host, cfg.port, cfg.ca_file)
+            if message is not None:
+                raise TlsError(message) from None
+            raise
+        try:
+            if cfg.auth == "oauth2":
+                await self._xoauth2(client)
+            elif cfg.user:
                 await client.login(cfg.user, cfg.password)
         except BaseException:
             client.close()
             raise
         return client
+
+    async def _xoauth2(self, client: aiosmtplib.SMTP) -> None:
+        if client.is_ehlo_or_helo_needed:
+            await client.ehlo()  # the AUTH methods are known after EHLO
+        if "xoauth2" not in client.server_auth_methods:
+            raise OAuth2Error(f"SMTP {self.cfg.host}: the server does not offer AUTH XOAUTH2; use smtp.auth = 'password'")
+
+        async def attempt(token: str) -> bool:
+            try:
+                await client.auth_xoauth2(self.cfg.user, token)
+            except aiosmtplib.SMTPAuthenticationError:
+                return False
+            return True
+
+        if self.tokens is None:
+            raise OAuth2Error("smtp.auth is 'oauth2' but [oauth2] is not configured")
+        await with_token_retry(self.tokens, attempt)
 
     async def close(self) -> None:
         idle, self._idle = self._idle, []

@@ -18,7 +18,6 @@ import asyncio
 import contextlib
 import logging
 import re
-import ssl
 import time
 from collections.abc import Awaitable, Iterable
 from datetime import UTC, datetime, timedelta
@@ -28,6 +27,9 @@ import aioimaplib
 
 from ..config import Config
 from ..store import Database
+from .imapconn import ImapError, connect, ensure_folder, ok
+
+__all__ = ["ImapError", "ImapInbound", "connect", "internaldates"]
 
 log = logging.getLogger("pbmserv.imap")
 
@@ -42,10 +44,6 @@ FILE_EVERY = 0.1
 STANDBY_POLL = 2.0
 LINGER_EVERY = 0.05
 """seconds between NOOPs while lingering after mail was handled"""
-
-
-class ImapError(RuntimeError):
-    pass
 
 
 def internaldates(lines: Iterable[bytes | bytearray]) -> dict[int, datetime]:
@@ -64,54 +62,6 @@ def internaldates(lines: Iterable[bytes | bytearray]) -> dict[int, datetime]:
         local = datetime(int(year), month_no, int(day), int(hh), int(mm), int(ss), tzinfo=UTC)
         out[int(uid.group(1))] = local - offset
     return out
-
-
-def _ok(response: Any, what: str) -> Any:
-    if response.result != "OK":
-        raise ImapError(f"{what}: {response.result} {b' '.join(response.lines[-1:]).decode(errors='replace')}")
-    return response
-
-
-async def connect(config: Config, lost: asyncio.Event | None = None) -> aioimaplib.IMAP4:
-    """Open, secure (implicit TLS or STARTTLS) and log in; the inbox is not selected.
-    ``lost`` is set when the server drops the connection (so IDLE stops waiting)."""
-    cfg = config.imap
-    context = ssl.create_default_context(cafile=cfg.ca_file or None)
-
-    def on_lost(exc: Exception | None) -> None:
-        if lost is not None:
-            lost.set()
-
-    # IMAP4 with an ssl_context is implicit TLS (IMAP4_SSL takes no conn_lost_cb)
-    client = aioimaplib.IMAP4(
-        host=cfg.host, port=cfg.port, timeout=60, conn_lost_cb=on_lost, ssl_context=context if cfg.tls == "ssl" else None
-    )
-    await client.wait_hello_from_server()
-    if cfg.tls == "starttls":
-        await _starttls(client, cfg.host, context)
-    _ok(await client.login(cfg.user, cfg.password), f"IMAP login as {cfg.user}")
-    return client
-
-
-async def _starttls(client: aioimaplib.IMAP4, host: str, context: ssl.SSLContext) -> None:
-    """aioimaplib has no STARTTLS helper: send the command, then upgrade the transport."""
-    proto = client.protocol
-    if "STARTTLS" not in proto.capabilities:
-        raise ImapError("the IMAP server does not offer STARTTLS; set imap.tls = 'ssl' or 'none'")
-    _ok(await proto.execute(aioimaplib.Command("STARTTLS", proto.new_tag(), loop=proto.loop)), "STARTTLS")
-    loop = asyncio.get_running_loop()
-    proto.transport = await loop.start_tls(proto.transport, proto, context, server_hostname=host)
-    await proto.capability()
-
-
-async def ensure_folder(client: aioimaplib.IMAP4, name: str) -> None:
-    resp = await client.create(name)
-    if (
-        resp.result != "OK"
-        and b"ALREADYEXISTS" not in b" ".join(resp.lines).upper()
-        and b"EXISTS" not in b" ".join(resp.lines).upper()
-    ):
-        raise ImapError(f"cannot create folder {name}: {resp.lines[-1:]}")
 
 
 class Outcome(Protocol):
@@ -243,7 +193,7 @@ class ImapInbound:
         if not task.done():
             task.cancel()
             raise ImapError(f"the IMAP server closed the connection during {what}")
-        return _ok(task.result(), what)
+        return ok(task.result(), what)
 
     async def _idle(self, client: aioimaplib.IMAP4) -> None:
         timeout = min(self.config.imap.idle_timeout, 28 * 60)
@@ -391,7 +341,12 @@ class ImapInbound:
         await self._do(client.uid("store", uid_set, "+FLAGS.SILENT", r"(\Seen)"), f"flag {uid_set} seen")
         if client.has_capability("MOVE"):
             await self._do(client.uid("move", uid_set, folder), f"move {uid_set} to {folder}")
+            return
+        # no MOVE (RFC 6851): copy, mark deleted, and expunge just these (UIDPLUS);
+        # a plain EXPUNGE would also remove what other clients marked \Deleted
+        await self._do(client.uid("copy", uid_set, folder), f"copy {uid_set} to {folder}")
+        await self._do(client.uid("store", uid_set, "+FLAGS.SILENT", r"(\Deleted)"), f"delete {uid_set}")
+        if client.has_capability("UIDPLUS"):
+            await self._do(client.uid("expunge", uid_set), f"UID EXPUNGE {uid_set}")
         else:
-            await self._do(client.uid("copy", uid_set, folder), f"copy {uid_set} to {folder}")
-            await self._do(client.uid("store", uid_set, "+FLAGS.SILENT", r"(\Deleted)"), f"delete {uid_set}")
             await self._do(client.expunge(), "EXPUNGE")

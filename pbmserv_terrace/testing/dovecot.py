@@ -13,12 +13,14 @@ missing this raises :class:`DovecotUnavailable` (the tests fail, they never skip
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import imaplib
 import os
 import pwd
 import shutil
 import smtplib
+import ssl
 import subprocess
 import tempfile
 import threading
@@ -31,6 +33,7 @@ from aiosmtpd.controller import Controller
 
 from .certs import CertificatesUnavailable, TestCA
 from .postgres import free_port
+from .tokens import TokenServer
 
 
 class DovecotUnavailable(RuntimeError):
@@ -297,16 +300,54 @@ class _RelayHandler:
 class LmtpRelay:
     """SMTP on 127.0.0.1:port → LMTP into Dovecot (threaded aiosmtpd Controller).
     With ``logins`` it offers AUTH PLAIN/LOGIN (without TLS, loopback only) and
-    accepts those user/password pairs; mail without AUTH is accepted too."""
+    accepts those user/password pairs; with ``tokens`` (a :class:`.tokens.TokenServer`)
+    it offers AUTH XOAUTH2 and accepts the access tokens that server handed out and
+    that have not expired.  Mail without AUTH is accepted too.  ``tls`` = "starttls"
+    (required before MAIL) or "ssl" (implicit) with ``cert`` = (certificate, key)."""
 
-    def __init__(self, dovecot: DovecotServer, logins: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        dovecot: DovecotServer,
+        logins: dict[str, str] | None = None,
+        *,
+        tls: str = "none",
+        cert: tuple[Path, Path] | None = None,
+        tokens: TokenServer | None = None,
+    ) -> None:
         self.handler = _RelayHandler(dovecot)
         self.port = free_port()
         self.logins = dict(logins or {})
+        self.tokens = tokens
+        self.xoauth2: list[bool] = []
+        """outcome of every AUTH XOAUTH2"""
         kwargs: dict[str, Any] = {}
-        if logins:
+        if logins or tokens:
             kwargs = {"authenticator": self._authenticate, "auth_require_tls": False}
+        if tokens is not None:
+            self.handler.auth_XOAUTH2 = self._xoauth2  # type: ignore[attr-defined]
+        if tls != "none":
+            assert cert is not None, "a TLS relay needs cert=(certificate, key)"
+            context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+            context.load_cert_chain(str(cert[0]), str(cert[1]))
+            kwargs |= {"ssl_context": context} if tls == "ssl" else {"tls_context": context, "require_starttls": True}
         self.controller = Controller(self.handler, hostname="127.0.0.1", port=self.port, **kwargs)
+
+    async def _xoauth2(self, server: Any, args: list[str]) -> Any:
+        from aiosmtpd.smtp import AuthResult
+
+        assert self.tokens is not None
+        try:
+            fields = base64.b64decode(args[1]).decode().split("\x01")
+            user = fields[0].removeprefix("user=")
+            token = fields[1].removeprefix("auth=Bearer ")
+        except (IndexError, ValueError):
+            self.xoauth2.append(False)
+            return AuthResult(success=False, handled=False)
+        with self.tokens.lock:
+            entry = self.tokens.access.get(token)
+        ok = entry is not None and entry[0] == user.lower() and time.time() < entry[1]
+        self.xoauth2.append(ok)
+        return AuthResult(success=ok, handled=False, auth_data=user if ok else None)
 
     def _authenticate(self, server: Any, session: Any, envelope: Any, mechanism: str, auth_data: Any) -> Any:
         from aiosmtpd.smtp import AuthResult, LoginPassword

@@ -8,16 +8,19 @@ from __future__ import annotations
 import imaplib
 import random
 import sqlite3
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 from pbmserv_terrace.mail.imap import internaldates
 from pbmserv_terrace.rules import start_position
+from pbmserv_terrace.testing.dovecot import DovecotServer, LmtpRelay
 
 from ..service.policy import choose, text
-from .conftest import SERVER, addr
+from .conftest import SERVER, Players, ServeProcess, addr
 
 
-def test_internaldate_lines_are_read_in_utc_whatever_the_layout():
+def test_internaldate_lines_are_read_in_utc_whatever_the_layout() -> None:
     lines = [b'1 FETCH (UID 5 INTERNALDATE " 7-Jul-2024 02:44:25 -0700")', b'2 FETCH (INTERNALDATE "17-Jul-2024 02:44:25 +0000" UID 9)',
              b"3 EXISTS", b"Fetch completed (0.001 + 0.000 secs)."]  # fmt: skip
     assert internaldates(lines) == {
@@ -26,7 +29,9 @@ def test_internaldate_lines_are_read_in_utc_whatever_the_layout():
     }
 
 
-def test_moves_are_applied_by_internaldate_not_uid(serve_factory, relay, players, dovecot, tmp_path):
+def test_moves_are_applied_by_internaldate_not_uid(
+    serve_factory: Callable[..., ServeProcess], relay: LmtpRelay, players: Players, dovecot: DovecotServer, tmp_path: Path
+) -> None:
     serve = serve_factory(relay).start()
     for name in ("ann", "ben"):
         players.send(name, f"signup {name} pw-{name}")
@@ -66,7 +71,7 @@ def test_moves_are_applied_by_internaldate_not_uid(serve_factory, relay, players
     assert [mv for (mv,) in plies] == moves
 
 
-def test_sub_addresses_reach_the_server_inbox(dovecot):
+def test_sub_addresses_reach_the_server_inbox(dovecot: DovecotServer) -> None:
     """``pbmserv+KEY@…`` (a reply key) is delivered to the server's own INBOX."""
     user, domain = SERVER.split("@")
     raw = b"From: ann@players.test\r\nSubject: plus\r\nMessage-ID: <plus1@players.test>\r\n\r\nhi\r\n"

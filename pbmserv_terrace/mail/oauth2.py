@@ -1,0 +1,230 @@
+"""OAuth2 access tokens for IMAP and SMTP (SASL XOAUTH2).
+
+Gmail and Microsoft 365 refuse plain passwords for most accounts.  The server
+holds a long-lived *refresh token* (in ``oauth2.refresh_token_file``, written by
+``pbmserv-terrace oauth2 login``, the RFC 8628 device flow below) and trades it
+for short-lived *access tokens* at ``oauth2.token_url``: before the current one
+expires (``refresh_margin``), and once more when a login with it fails.  A
+provider that rotates refresh tokens sends a new one with the access token; it
+replaces the file's content.
+
+Tokens are secrets: they are never logged and never put into an exception
+message (the token endpoint's ``error``/``error_description`` are).  The HTTP
+calls are stdlib ``urllib`` in a thread: two small POSTs an hour need no client
+library.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+from ..config import OAuth2Config
+
+log = logging.getLogger("pbmserv.oauth2")
+
+DEVICE_GRANT = "urn:ietf:params:oauth:grant-type:device_code"
+HTTP_TIMEOUT = 30.0
+
+
+class OAuth2Error(RuntimeError):
+    """No access token could be had; the message says why (never the token)."""
+
+
+def post_form(url: str, form: dict[str, str], timeout: float = HTTP_TIMEOUT) -> tuple[int, dict[str, Any]]:
+    """POST ``form`` (x-www-form-urlencoded) and read the JSON answer, also of an
+    error status (token endpoints answer 400 with ``{"error": ...}``)."""
+    data = urllib.parse.urlencode(form).encode()
+    request = urllib.request.Request(url, data=data, headers={"Accept": "application/json"}, method="POST")
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as resp:
+            status, body = resp.status, resp.read()
+    except urllib.error.HTTPError as exc:
+        status, body = exc.code, exc.read()
+    except (urllib.error.URLError, OSError) as exc:
+        reason = getattr(exc, "reason", exc)
+        raise OAuth2Error(f"cannot reach {url}: {reason}") from None
+    try:
+        answer = json.loads(body or b"{}")
+    except ValueError:
+        raise OAuth2Error(f"{url} answered HTTP {status} without JSON") from None
+    if not isinstance(answer, dict):
+        raise OAuth2Error(f"{url} answered HTTP {status} with JSON that is not an object")
+    return status, answer
+
+
+def _refusal(url: str, status: int, answer: dict[str, Any]) -> str:
+    error = str(answer.get("error", "no error code"))[:100]
+    description = str(answer.get("error_description", ""))[:300]
+    return f"{url} refused (HTTP {status}, {error}{': ' + description if description else ''})"
+
+
+def read_secret_file(path: str, what: str) -> str:
+    try:
+        value = Path(path).read_text(encoding="utf-8").strip()
+    except OSError as exc:
+        raise OAuth2Error(f"cannot read the {what} file {path}: {exc.strerror} (run `pbmserv-terrace oauth2 login`)") from None
+    if not value:
+        raise OAuth2Error(f"the {what} file {path} is empty (run `pbmserv-terrace oauth2 login`)")
+    return value
+
+
+def store_secret_file(path: str, value: str) -> None:
+    """Write ``value`` to ``path`` readable by the owner only (0600), replacing
+    the file in one step so a crash never leaves half a token."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    temp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        os.fchmod(fd, 0o600)
+        os.write(fd, (value + "\n").encode())
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(temp, target)
+
+
+@dataclass
+class _Token:
+    value: str
+    expires: float
+
+
+class TokenSource:
+    """Access tokens by the refresh-token grant, kept until ``refresh_margin``
+    seconds (at most half the lifetime) before they expire.  One per process
+    (:func:`token_source`) so IMAP and SMTP share a token."""
+
+    def __init__(
+        self,
+        cfg: OAuth2Config,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        post: Callable[[str, dict[str, str]], tuple[int, dict[str, Any]]] = post_form,
+    ) -> None:
+        self.cfg, self.clock, self.post = cfg, clock, post
+        self._token: _Token | None = None
+        self._locks: dict[int, asyncio.Lock] = {}
+        self.refreshes = 0
+
+    def _lock(self) -> asyncio.Lock:
+        loop = id(asyncio.get_running_loop())  # an asyncio.Lock belongs to one loop
+        if loop not in self._locks:
+            self._locks = {loop: asyncio.Lock()}
+        return self._locks[loop]
+
+    async def token(self, *, fresh: bool = False) -> str:
+        """A valid access token; ``fresh`` = a new one even if the current one
+        has not expired (the server refused it)."""
+        async with self._lock():
+            current = self._token
+            if not fresh and current is not None and self.clock() < current.expires:
+                return current.value
+            self._token = await asyncio.to_thread(self._refresh)
+            return self._token.value
+
+    def _refresh(self) -> _Token:
+        cfg = self.cfg
+        form = {
+            "grant_type": "refresh_token",
+            "refresh_token": read_secret_file(cfg.refresh_token_file, "refresh token"),
+            "client_id": cfg.client_id,
+        }
+        if cfg.client_secret:
+            form["client_secret"] = cfg.client_secret
+        status, answer = self.post(cfg.token_url, form)
+        access = answer.get("access_token")
+        if status != 200 or not isinstance(access, str) or not access:
+            raise OAuth2Error(f"no access token: {_refusal(cfg.token_url, status, answer)}")
+        rotated = answer.get("refresh_token")
+        if isinstance(rotated, str) and rotated and rotated != form["refresh_token"]:
+            store_secret_file(cfg.refresh_token_file, rotated)
+        try:
+            lifetime = float(answer.get("expires_in", 3600))
+        except (TypeError, ValueError):
+            lifetime = 3600.0
+        self.refreshes += 1
+        keep = max(0.0, lifetime - min(cfg.refresh_margin, lifetime / 2))
+        log.info("OAuth2: new access token from %s, valid for %.0f s (renewed after %.0f s)", cfg.token_url, lifetime, keep)
+        return _Token(access, self.clock() + keep)
+
+
+_SOURCES: dict[tuple[str, str, str], TokenSource] = {}
+
+
+def token_source(cfg: OAuth2Config) -> TokenSource:
+    """The process's token source for this client and refresh-token file."""
+    key = (cfg.token_url, cfg.client_id, cfg.refresh_token_file)
+    if key not in _SOURCES:
+        _SOURCES[key] = TokenSource(cfg)
+    return _SOURCES[key]
+
+
+async def with_token_retry(source: TokenSource, login: Callable[[str], Awaitable[bool]]) -> None:
+    """``login(token)`` with the current token and, if the server refuses it,
+    once more with a fresh one.  ``login`` answers whether it was accepted."""
+    if await login(await source.token()):
+        return
+    log.warning("OAuth2 login refused; fetching a new access token and trying once more")
+    if not await login(await source.token(fresh=True)):
+        raise OAuth2Error("the server refused a freshly issued access token (check the account, scope and client)")
+
+
+# ------------------------------------------------------------ device login
+async def device_login(
+    cfg: OAuth2Config,
+    out: TextIO,
+    *,
+    post: Callable[[str, dict[str, str]], tuple[int, dict[str, Any]]] = post_form,
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+) -> None:
+    """RFC 8628: ask ``device_url`` for a code, tell the operator where to enter
+    it (on any device with a browser), poll ``token_url`` until they have, and
+    store the refresh token in ``refresh_token_file`` (0600)."""
+    if not cfg.device_url or not cfg.token_url or not cfg.client_id or not cfg.refresh_token_file:
+        raise OAuth2Error("set oauth2.device_url, token_url, client_id and refresh_token_file first")
+    form = {"client_id": cfg.client_id, "scope": cfg.scope}
+    if cfg.client_secret:
+        form["client_secret"] = cfg.client_secret
+    status, answer = await asyncio.to_thread(post, cfg.device_url, form)
+    device_code, user_code = answer.get("device_code"), answer.get("user_code")
+    uri = answer.get("verification_uri") or answer.get("verification_url")  # Google's older name
+    if status != 200 or not isinstance(device_code, str) or not isinstance(user_code, str) or not uri:
+        raise OAuth2Error(f"device authorization failed: {_refusal(cfg.device_url, status, answer)}")
+    interval = float(answer.get("interval", 5))
+    deadline = time.monotonic() + float(answer.get("expires_in", 900))
+    print(f"On any device, open {uri} and enter the code {user_code}", file=out)
+    if answer.get("verification_uri_complete"):
+        print(f"(or open {answer['verification_uri_complete']})", file=out)
+    print("Waiting for the approval ...", file=out, flush=True)
+    poll = {"grant_type": DEVICE_GRANT, "device_code": device_code, "client_id": cfg.client_id}
+    if cfg.client_secret:
+        poll["client_secret"] = cfg.client_secret
+    while time.monotonic() < deadline:
+        await sleep(interval)
+        status, answer = await asyncio.to_thread(post, cfg.token_url, poll)
+        error = answer.get("error")
+        if status == 200 and isinstance(answer.get("refresh_token"), str):
+            store_secret_file(cfg.refresh_token_file, answer["refresh_token"])
+            print(f"Approved. The refresh token is in {cfg.refresh_token_file} (mode 0600).", file=out)
+            return
+        if status == 200:
+            raise OAuth2Error("the token endpoint answered without a refresh token (ask for offline access in oauth2.scope)")
+        if error == "authorization_pending":
+            continue
+        if error == "slow_down":
+            interval += 5
+            continue
+        raise OAuth2Error(f"login not completed: {_refusal(cfg.token_url, status, answer)}")
+    raise OAuth2Error("the code expired before it was entered; run `pbmserv-terrace oauth2 login` again")
