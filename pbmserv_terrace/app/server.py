@@ -24,6 +24,7 @@ from ..mail.imap import ImapInbound
 from ..mail.message import parse_message
 from ..service import HandleResult, Service
 from ..store import Database
+from ..web import create_app, listen_socket, serve_web
 from .health import HealthEndpoint, Metrics
 from .ordering import KeyedRunner
 from .outbox import OutboxSenders
@@ -201,6 +202,27 @@ class Server:
             self._health = HealthEndpoint(self.db, self.metrics, "imap" if cfg.uses_imap else "embedded-smtp")
             await self._health.start("127.0.0.1", cfg.server.health_port)
             log.info("health endpoint on http://127.0.0.1:%d/healthz and /metrics", cfg.server.health_port)
+        web = "off"
+        if cfg.web.enabled:
+            # the read-only archive beside the mail loop; a port in use costs the web, not the mail
+            host, port = cfg.web.address()
+            try:
+                sock = listen_socket(host, port)
+            except OSError as exc:
+                log.error("web archive: cannot listen on %s (%s); serving mail without it", cfg.web.listen, exc.strerror or exc)
+                web = f"not running (cannot listen on {cfg.web.listen})"
+            else:
+                app = create_app(self.db, server_name=cfg.server.name, public_url=cfg.web.public_url)
+                task = asyncio.create_task(serve_web(app, host, port, stop=self.stopping, sock=sock), name="web")
+
+                def web_stopped(t: asyncio.Task[None]) -> None:
+                    if not t.cancelled() and t.exception() is not None:
+                        log.error("web archive stopped; mail goes on", exc_info=t.exception())
+
+                task.add_done_callback(web_stopped)
+                tasks.append(task)
+                web = f"http://{cfg.web.listen}/" + (f" (public address {cfg.web.public_url}/)" if cfg.web.public_url else "")
+                log.info("web archive on %s", web)
         if cfg.uses_imap:
             imap = ImapInbound(cfg, self)
             tasks.append(asyncio.create_task(imap.run(), name="imap"))
@@ -212,10 +234,10 @@ class Server:
             self.set_inbound_connected(True)
             log.info(
                 "embedded default: mail to %s is taken on %s:%d (pbmserv-terrace send), replies go to ./%s/<address>/ "
-                "(pbmserv-terrace inbox ADDRESS), database %s. For real mail set [imap] and [smtp] in pbmserv.toml "
-                "(see deploy/pbmserv.toml).",
+                "(pbmserv-terrace inbox ADDRESS), database %s, web archive %s. For real mail set [imap] and [smtp] "
+                "in pbmserv.toml (see deploy/pbmserv.toml).",
                 cfg.server.address, cfg.embedded.listen_host, self.embedded.port, cfg.embedded.maildir_root,
-                self.db.engine.url.render_as_string(hide_password=True),
+                self.db.engine.url.render_as_string(hide_password=True), web,
             )  # fmt: skip
         await self.stopping.wait()
         log.info("stopping: finishing the mail in hand")

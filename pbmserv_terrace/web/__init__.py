@@ -5,6 +5,6 @@ help and Atom feeds, served by uvicorn beside the mail loop.
     await serve_web(app, "127.0.0.1", 8080, stop=stop_event)
 """
 
-from .app import create_app, serve_web
+from .app import create_app, listen_socket, serve_web
 
-__all__ = ["create_app", "serve_web"]
+__all__ = ["create_app", "listen_socket", "serve_web"]

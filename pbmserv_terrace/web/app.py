@@ -94,11 +94,20 @@ class _EmbeddedServer(uvicorn.Server):
         yield
 
 
-async def serve_web(app: ASGIApp, host: str, port: int, *, stop: asyncio.Event | None = None) -> None:
+def listen_socket(host: str, port: int) -> socket.socket:
+    """The archive's listening socket, bound now: a port in use is an OSError for the
+    caller at start (a clear line), not uvicorn's ``sys.exit`` later.  Port 0 picks a free port."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    return socket.create_server((host, port), family=family)
+
+
+async def serve_web(
+    app: ASGIApp, host: str, port: int, *, stop: asyncio.Event | None = None, sock: socket.socket | None = None
+) -> None:
     """Serve ``app`` with uvicorn in the running event loop until ``stop`` is set (or the
-    task is cancelled).  The socket is bound here first, so a port in use raises
-    OSError to the caller instead of uvicorn's ``sys.exit``; port 0 picks a free port."""
-    sock = socket.create_server((host, port))
+    task is cancelled), on ``sock`` when given (see :func:`listen_socket`), else on a
+    socket bound to ``host:port`` here."""
+    sock = sock if sock is not None else listen_socket(host, port)
     config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off", server_header=False)
     server = _EmbeddedServer(config)
     task = asyncio.create_task(server.serve(sockets=[sock]))

@@ -1,0 +1,154 @@
+"""The archive as an operator runs it (issue 19): `serve` in the embedded default runs
+it beside the mail loop and says where; a move mailed with `send` shows on the board
+page; a port in use costs the web, not the mail; `pbmserv-terrace web` serves the
+same database alone.  Real processes, real sockets, a fresh directory each."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+from pbmserv_terrace.testing.postgres import free_port
+
+
+def environment(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PBMSERV_")}
+    env.update(extra)
+    return env
+
+
+def cli(*args: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "pbmserv_terrace", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=60
+    )
+
+
+def start(*args: str, cwd: Path, env: dict[str, str]) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, "-m", "pbmserv_terrace", *args], cwd=cwd, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)  # fmt: skip
+
+
+def stop(process: subprocess.Popen[str]) -> str:
+    process.send_signal(signal.SIGTERM)
+    out, _ = process.communicate(timeout=40)
+    assert process.returncode == 0, out
+    return out
+
+
+def get(url: str) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(url, timeout=10) as response:
+            return response.status, response.read().decode()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode()
+
+
+def wait_for(what: str, check, process: subprocess.Popen[str], seconds: float = 30.0):  # type: ignore[no-untyped-def]
+    """Poll ``check()`` until it returns something true (the process must stay up)."""
+    deadline = time.monotonic() + seconds
+    while True:
+        assert process.poll() is None, f"exited while waiting for {what}: {process.communicate()[0]}"
+        try:
+            found = check()
+        except OSError:
+            found = None
+        if found:
+            return found
+        assert time.monotonic() < deadline, f"gave up waiting for {what}"
+        time.sleep(0.1)
+
+
+def smtp_up(port: int) -> bool:
+    with socket.create_connection(("127.0.0.1", port), timeout=2):
+        return True
+
+
+def test_serve_runs_the_archive_and_web_runs_it_alone(tmp_path: Path) -> None:
+    mail, web, alone = free_port(), free_port(), free_port()
+    env = environment(PBMSERV_EMBEDDED_LISTEN_PORT=str(mail), PBMSERV_WEB_LISTEN=f"127.0.0.1:{web}")
+    serve = start("serve", cwd=tmp_path, env=env)
+    base = f"http://127.0.0.1:{web}"
+    try:
+        wait_for("the web archive", lambda: get(f"{base}/healthz")[0] == 200, serve)
+        wait_for("the mail listener", lambda: smtp_up(mail), serve)
+        for sender, subject, body in [
+            ("ann@home.test", "signup ann pw-ann", ""),
+            ("ben@home.test", "signup ben pw-ben", ""),
+            ("ann@home.test", "terrace challenge ann ben -short", "Short one?"),
+            ("ann@home.test", "terrace move 101 ann pw-ann g1-g2", "my first move"),
+        ]:
+            out = cli("send", "--from", sender, subject, body, cwd=tmp_path, env=env)
+            assert out.returncode == 0, out.stderr
+
+        def board_after_the_move() -> str | None:
+            status, body = get(f"{base}/boards/terrace/101")
+            return body if status == 200 and 'Ply <span id="ply">1</span> of 1' in body else None
+
+        page = wait_for("the move on the board page", board_after_the_move, serve)
+        assert "T-g1-g2" in page and "/players/ann" in page and "/players/ben" in page
+        assert "ben" in page and "turn" in page
+        status, home = get(f"{base}/")
+        assert status == 200 and "/boards/terrace/101" in home
+        assert get(f"{base}/boards/101")[0] == 200  # the short address redirects to the terrace board
+        status, player = get(f"{base}/players/ann")
+        assert status == 200 and "/boards/terrace/101" in player
+        for body in (page, home, player):
+            assert "@home.test" not in body
+    finally:
+        out = stop(serve)
+    assert f"web archive http://127.0.0.1:{web}/" in out and "embedded default" in out and "stopped" in out
+
+    # the same database, served alone (e.g. by another process or host)
+    web_alone = start("web", "--listen", f"127.0.0.1:{alone}", cwd=tmp_path, env=env)
+    try:
+        base = f"http://127.0.0.1:{alone}"
+        wait_for("pbmserv-terrace web", lambda: get(f"{base}/healthz")[0] == 200, web_alone)
+        status, record = get(f"{base}/boards/terrace/101.txt")
+        assert status == 200 and "1. ann: T-g1-g2" in record and "Players: ann (army 1" in record
+        status, page = get(f"{base}/boards/terrace/101?ply=0")
+        assert status == 200 and 'Ply <span id="ply">0</span> of 1' in page
+        assert get(f"{base}/boards/terrace/102")[0] == 404
+    finally:
+        out = stop(web_alone)
+    assert f"web archive on http://127.0.0.1:{alone}/" in out
+
+
+def test_a_port_in_use_costs_serve_the_web_not_the_mail(tmp_path: Path) -> None:
+    mail = free_port()
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        web = taken.getsockname()[1]
+        env = environment(PBMSERV_EMBEDDED_LISTEN_PORT=str(mail), PBMSERV_WEB_LISTEN=f"127.0.0.1:{web}")
+        serve = start("serve", cwd=tmp_path, env=env)
+        try:
+            wait_for("the mail listener", lambda: smtp_up(mail), serve)
+            out = cli("send", "--from", "ann@home.test", "signup ann pw-ann", cwd=tmp_path, env=env)
+            assert out.returncode == 0, out.stderr
+            wait_for("the signup reply", lambda: "Subject:" in cli("inbox", "ann@home.test", cwd=tmp_path, env=env).stdout, serve)
+        finally:
+            out = stop(serve)
+        # `web` alone on a port in use: one line, exit status 2
+        alone = cli("web", "--listen", f"127.0.0.1:{web}", cwd=tmp_path, env=env)
+    errors = [line for line in out.splitlines() if "web archive: cannot listen on" in line]
+    assert len(errors) == 1 and f"127.0.0.1:{web}" in errors[0] and "serving mail without it" in errors[0]
+    assert "web archive not running" in out
+    lines = alone.stderr.strip().splitlines()
+    assert alone.returncode == 2 and len(lines) == 1, alone.stderr
+    assert lines[0].startswith(f"pbmserv-terrace: error: web archive: cannot listen on 127.0.0.1:{web}: Address already in use")
+
+
+def test_web_alone_wants_a_schema_and_a_valid_address(tmp_path: Path) -> None:
+    env = environment()
+    out = cli("web", "--listen", f"127.0.0.1:{free_port()}", cwd=tmp_path, env=env)
+    assert out.returncode == 2 and "has no schema yet" in out.stderr and "pbmserv-terrace migrate" in out.stderr
+    out = cli("web", "--listen", "8080", cwd=tmp_path, env=env)
+    assert out.returncode == 2 and "is not host:port" in out.stderr
+    (tmp_path / "pbmserv.toml").write_text('[web]\nlisten = "somewhere"\n')
+    out = cli("web", cwd=tmp_path, env=env)
+    assert out.returncode == 2 and "web.listen" in out.stderr
