@@ -19,7 +19,7 @@ from ..render.picture import write_png
 from ..rules import NotationError, parse_tpn, render_board, start_position
 from ..rules.perft import perft
 from ..store import Database
-from . import admin, serve, web
+from . import admin, oauth2, serve, web
 from .common import CliError, config_from_args
 
 Handler = Callable[[argparse.Namespace], int]
@@ -121,6 +121,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     serve.register(sub)
     admin.register(sub)
+    oauth2.register(sub)
     web.register(sub)
     return parser
 
