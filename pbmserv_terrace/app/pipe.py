@@ -27,6 +27,7 @@ from ..service import HandleResult, Service
 from ..store import Database, OutboxMessage, UnitOfWork
 from .compose import to_email
 from .outbox import drain_outbox
+from .robots import play_inline
 
 log = logging.getLogger("pbmserv.handle")
 
@@ -59,10 +60,17 @@ async def handle_raw(
             log.exception("handler crashed; the mail is kept in %s", path)
             return HandleResult("failed", f"{type(exc).__name__}: {exc}")
         log.info(result.log_line())
+        if print_to is None and result.outbox_ids:
+            await drain_outbox(db, delivery_for(config), config)  # the person's answer first
+        robot_ids: list[str] = []
+        if result.robot_turns:
+            # no daemon here: the robots move now, each in its own transaction
+            for played in await play_inline(service, result.robot_turns):
+                robot_ids += played.outbox_ids
+            if print_to is None and robot_ids:
+                await drain_outbox(db, delivery_for(config), config)
         if print_to is not None:
-            await print_replies(db, config, result.outbox_ids, print_to)
-        elif result.outbox_ids:
-            await drain_outbox(db, delivery_for(config), config)
+            await print_replies(db, config, result.outbox_ids + robot_ids, print_to)
         return result
     finally:
         if own_db:

@@ -11,26 +11,28 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import time
 from dataclasses import dataclass, field
 from datetime import datetime
 
 from sqlalchemy.exc import DBAPIError, IntegrityError
 
-from ..commands import Command, strip_subject
+from ..commands import NO_COMMAND, Command, strip_subject
 from ..commands.parse import redact
 from ..config import Config
 from ..inbound import InboundMail, is_valid_address, never_answer
 from ..store import Database, UnitOfWork, utcnow
 from ..store.models import DELETED_HASH_PREFIX
 from ..store.repos import Users
-from . import keyed, timers
-from .args import notice
+from . import keyed, robots, timers
+from .args import MissingArguments, missing_reason, notice
 from .context import CommandError, Ctx, Mail
 from .guards import GuessGuard, Throttle, dummy_hash
 from .passwords import PasswordCache
 from .registry import Registry, build_registry
 from .replies import error_mail, merge_for_sender, queue_replies
+from .robots import RobotTurn
 
 log = logging.getLogger("pbmserv.service")
 PREWARM_PER_MAIL = 4
@@ -51,12 +53,43 @@ class HandleResult:
     ms: float = 0.0
     outbox_ids: list[str] = field(default_factory=list)
     """Message-IDs of the replies queued for this mail"""
+    robot_turns: list[RobotTurn] = field(default_factory=list)
+    """boards this mail touched where a robot is now to move (``serve`` and
+    ``handle`` then let the robot play)"""
 
     def log_line(self) -> str:
         return (
             f"board={self.board or '-'} user={self.user or '-'} command={self.command or '-'} "
             f"result={self.status}{(': ' + self.detail) if self.detail else ''} replies={self.replies} ms={self.ms:.1f}"
         )
+
+
+_MESSAGE_FROM = re.compile(r"^(?:message|broadcast) from (\S+) via ", re.IGNORECASE)
+_CHAT_FROM = re.compile(r"^(terrace(?:6x6)?) board (\d+) chat from (\S+)$", re.IGNORECASE)
+_BOARD = re.compile(r"^(?:new )?(terrace(?:6x6)?) board (\d+)\b", re.IGNORECASE)
+
+
+def no_command_reason(subject: str, error: str, server_name: str) -> str:
+    """The answer to a mail with no command in it, with what to do instead when it
+    answers one of our mails (a message, a chat, a board mail, a notice)."""
+    if error != NO_COMMAND and not subject.lower().startswith(server_name.lower() + ":"):
+        return error
+    said = "this mail holds no command"
+    if m := _MESSAGE_FROM.match(subject):
+        return f"{said}: to answer {m.group(1)}, mail 'message YOURID PASSWORD {m.group(1)}' with your answer in the body"
+    if m := _CHAT_FROM.match(subject):
+        kind, board, who = m.groups()
+        return (
+            f"{said}: to chat back to {who}, reply 'chat' and your text to your newest mail of board {board}, "
+            f"or mail '{kind.lower()} chat {board} YOURID PASSWORD' with the text in the body"
+        )
+    if m := _BOARD.match(subject):
+        kind, board = m.group(1).lower(), m.group(2)
+        return (
+            f"{said}: to play on board {board}, reply to your newest board mail with your move on the first line, or mail "
+            f"'{kind} move {board} YOURID PASSWORD MOVE'; '{kind} show {board}' shows the board"
+        )
+    return NO_COMMAND
 
 
 class Service:
@@ -186,6 +219,7 @@ class Service:
             return HandleResult("ignored", f"unusable sender address {mail.sender[:80]!r}")
         verdict = self.throttle.check(mail.sender.lower(), time.monotonic())
         async with UnitOfWork(self.db) as uow:
+            robots.watch_games(uow.session)
             if check_seen and await uow.inbound.seen(mail.message_id):
                 return HandleResult("duplicate", mail.message_id)
             ctx = self.context(uow, now, mail)
@@ -224,8 +258,9 @@ class Service:
                 if reply.refused:
                     results.append((None, reply.refused))
             elif parsed.error:
-                self._error(ctx, None, CommandError(parsed.error), parsed.source_line)
-                results.append((None, parsed.error))
+                reason = no_command_reason(strip_subject(mail.subject), parsed.error, self.config.server.name)
+                self._error(ctx, None, CommandError(reason), parsed.source_line)
+                results.append((None, reason))
             for cmd in commands:
                 if cmd.verb == "invalid":
                     self._error(ctx, cmd, CommandError(cmd.comment), cmd.text)
@@ -236,6 +271,7 @@ class Service:
                 notice(ctx, f"{ctx.server_name}: your reply went to the board as chat", *reply.notes)
             queued = self.queue_replies(ctx, now, multiple=parsed.multiple and reply is None)
             uow.inbound.record(mail.message_id, now, mail.sender, redact(parsed.source_line or "")[:200])
+            turns = await self._robot_turns_in(uow)
             await uow.commit()
         first = commands[0] if commands else None
         errors = [err for _, err in results if err]
@@ -247,7 +283,63 @@ class Service:
             user=ctx.user,
             command=(f"{first.game_type + ' ' if first.game_type else ''}{first.verb}" if first else "-"),
             outbox_ids=queued,
+            robot_turns=turns,
         )
+
+    # ---------------------------------------------------------------- robots
+    @staticmethod
+    async def _robot_turns_in(uow: UnitOfWork) -> list[RobotTurn]:
+        """Boards this transaction changed where a robot is now to move (looked up
+        only when a changed game may seat a robot)."""
+        return await robots.robot_turns(uow.session, robots.changed_games(uow.session))
+
+    async def robot_turns(self) -> list[RobotTurn]:
+        """Every board where a robot is to move (at start, and after timers)."""
+        async with self.db.reading() as session:
+            return await robots.robot_turns(session)
+
+    async def robot_turn(self, game_type: str, board: int) -> RobotTurn | None:
+        """The robot's turn on this board, if a robot is to move there now."""
+        async with self.db.reading() as session:
+            return await robots.robot_turn_on(session, game_type, board)
+
+    async def robot_move(
+        self, turn: RobotTurn, move_text: str, comment: str = "", *, now: datetime | None = None
+    ) -> HandleResult:
+        """Play the robot's move ``move_text`` (computed by :func:`.robots.think` for
+        ``turn``) through the ``move`` handler, as the robot, in its own transaction,
+        with ``comment`` on the board mail.  Idempotent per (board, ply): when the
+        board is no longer at ``turn.ply`` with that robot to move, nothing happens
+        (status ``duplicate``), so a move computed twice is played once."""
+        started = time.perf_counter()
+        now = now or utcnow()
+        try:
+            async with UnitOfWork(self.db) as uow:
+                game = await uow.games.get(turn.game_type, turn.board, lock=True)
+                seat = robots.robot_to_move(game) if game is not None else None
+                if game is None or seat is None or game.ply != turn.ply or seat.user.userid != turn.userid:
+                    return HandleResult(
+                        "duplicate", f"board {turn.board} is no longer at ply {turn.ply} with {turn.userid} to move"
+                    )
+                ctx = self.context(uow, now)
+                ctx.keyed_user = seat.user  # the robot is the service itself: no password
+                words = [str(turn.board), turn.userid, "-", f"{move_text}#{turn.ply + 1}"]
+                cmd = Command(verb="move", game_type=turn.game_type, words=words, comment=comment, text=f"move {move_text}")
+                error = await self._run(ctx, cmd, alone=True)
+                if error is not None:
+                    # the engine chose a move the rules refuse: a bug; nothing is played
+                    log.error("robot %s on %s %d: move %s refused: %s", turn.userid, turn.game_type, turn.board, move_text, error)
+                    return HandleResult("error", error, board=str(turn.board), user=turn.userid, command="robot move")
+                queued = self.queue_replies(ctx, now)
+                turns = await robots.robot_turns(uow.session, [game.id])
+                await uow.commit()
+        except IntegrityError:
+            # another worker played this ply first (the moves table refuses a second one)
+            return HandleResult("duplicate", f"board {turn.board} ply {turn.ply + 1} was played by another worker")
+        return HandleResult(
+            "ok", move_text, len(queued), board=str(turn.board), user=turn.userid, command=f"{turn.game_type} robot move",
+            ms=(time.perf_counter() - started) * 1000, outbox_ids=queued, robot_turns=turns,
+        )  # fmt: skip
 
     async def _run(self, ctx: Ctx, cmd: Command, *, alone: bool = False) -> str | None:
         fn = self.registry.handler(cmd)
@@ -285,6 +377,8 @@ class Service:
         if ctx.mail is None:
             return
         usage = keyed.REPLY_USAGE if ctx.keyed_user is not None else self.registry.usage_of(cmd) if cmd else ""
+        if isinstance(exc, MissingArguments) and cmd is not None:
+            exc.reason = missing_reason(cmd.verb, exc.words, self.registry.usage_of(cmd))
         reply = error_mail(ctx.mail, cmd, exc, line, usage)
         if reply is not None:
             ctx.out.append(reply)

@@ -5,6 +5,7 @@ preferences, vacation."""
 from __future__ import annotations
 
 from ..commands import Command
+from ..engine import accepts_draw
 from ..gametypes import board_size, game_title
 from ..render import CommentView
 from ..rules import (
@@ -18,7 +19,7 @@ from ..rules import (
     variant_for_players,
 )
 from ..store import Game, Seat, Subscription, User
-from .args import check_userid, need, notice
+from .args import check_userid, joined_move, need, notice, shortened
 from .boards import (
     FORFEIT,
     RESIGN,
@@ -85,7 +86,7 @@ async def challenge(ctx: Ctx, cmd: Command) -> None:
         variant = variant_for_players(len(words), params[0] if params else None)
     except ValueError as exc:
         raise CommandError(str(exc)) from None
-    ids = [check_userid(w) for w in words]
+    ids = [check_userid(w, robot_ok=True) for w in words]
     if len(set(ids)) != len(ids):
         raise CommandError("each player may sit at a board only once")
     found = await ctx.uow.users.get_many(ids)
@@ -107,6 +108,11 @@ async def challenge(ctx: Ctx, cmd: Command) -> None:
                 problems.append(f"{uid}: has reached the limit of {user.challenge_limit} active games")
     if problems:
         raise CommandError("the challenge cannot be made: " + "; ".join(problems))
+    if all(u.is_robot for u in users):
+        # nobody would read the board mails, and the robots would play forever
+        raise CommandError(
+            "the challenge cannot be made: a game needs at least one person; robots play people, not only each other"
+        )
     n = board_size(game_type)
     start = format_tpn(start_position(variant, n))
     number = await ctx.uow.games.next_board_number(game_type)
@@ -137,7 +143,7 @@ async def challenge(ctx: Ctx, cmd: Command) -> None:
     # never with the address itself: addresses are not shown to other players
     sender = ctx.sender.lower()
     author = next((u.userid for u in users if sender in {a.lower() for a in u.addresses}), "the challenger")
-    comment = CommentView(author, cmd.comment.strip()[:20_000]) if cmd.comment.strip() else None
+    comment = CommentView(author, shortened(ctx, cmd.comment)) if cmd.comment.strip() else None
     await ctx.uow.flush()
     await mail_game(ctx, game, template="new_game.txt", comment=comment, new=True)
 
@@ -168,6 +174,7 @@ def _numbered(game: Game, text: str) -> str:
 
 @command("move", game=True, usage=MOVE_USAGE, auth=1)
 async def move(ctx: Ctx, cmd: Command) -> None:
+    cmd.words = joined_move(cmd.words, 3)  # 'd7 - d6' written with spaces
     words = need(cmd, 4, 4)
     game, user, seat = await _player(ctx, cmd, words)
     action = words[3].lower()
@@ -202,6 +209,7 @@ async def _propose(ctx: Ctx, cmd: Command, game: Game, user: User, seat: Seat) -
     game.draw_votes = [seat.seat]
     comment = take_comment(ctx, game, cmd, user.userid)
     await mail_game(ctx, game, headline=f"{user.userid} proposes a draw", comment=comment)
+    await _robots_answer(ctx, game)
 
 
 async def _accept(ctx: Ctx, cmd: Command, game: Game, user: User, seat: Seat) -> None:
@@ -254,6 +262,24 @@ async def _undo(ctx: Ctx, cmd: Command, game: Game, user: User, seat: Seat) -> N
         return
     game.undo_votes = []
     await _vote(ctx, cmd, game, user, seat, "undo")
+    await _robots_answer(ctx, game)
+
+
+async def _robots_answer(ctx: Ctx, game: Game) -> None:
+    """The robots at the board answer a draw offer or undo request at once, in the
+    request's transaction (a robot has no inbox to wait in): a draw is accepted
+    only when the robot's own search says it stands worse (:func:`accepts_draw`),
+    an undo is always rejected (a robot takes nothing back, nor lets others)."""
+    for seat in [s for s in game.seats if s.active and s.user.is_robot]:
+        votes = game.draw_votes or game.undo_votes
+        if not votes or seat.seat in votes or game.status != "active":
+            return
+        quiet = Command(verb="move", game_type=game.game_type, words=[str(game.board_number), seat.user.userid])
+        level = seat.user.robot_level or 1
+        if game.draw_votes and accepts_draw(position(game), seat.seat, level=level, ply=game.ply):
+            await _vote(ctx, quiet, game, seat.user, seat, "draw")
+        else:
+            await _reject(ctx, quiet, game, seat.user, seat)
 
 
 async def _undo_last(ctx: Ctx, game: Game) -> str:
@@ -308,6 +334,7 @@ async def resign(ctx: Ctx, cmd: Command) -> None:
 # -------------------------------------------------------------- queue, submit
 @command("queue", game=True, usage="queue BOARD USERID PASSWORD MOVE", auth=1)
 async def queue(ctx: Ctx, cmd: Command) -> None:
+    cmd.words = joined_move(cmd.words, 3)  # 'd7 - d6' written with spaces
     words = need(cmd, 4, 4)
     game, user, seat = await _player(ctx, cmd, words)
     pos = position(game)
@@ -329,6 +356,7 @@ async def queue(ctx: Ctx, cmd: Command) -> None:
 
 @command("submit", game=True, usage="submit BOARD USERID PASSWORD MOVE[#k]", auth=1)
 async def submit(ctx: Ctx, cmd: Command) -> None:
+    cmd.words = joined_move(cmd.words, 3)  # 'd7 - d6' written with spaces
     words = need(cmd, 4, 4)
     game, user, seat = await _player(ctx, cmd, words)
     pos = position(game)

@@ -23,6 +23,12 @@ DELETED_HASH_PREFIX = "!"
 """A password hash starting with this marks a deleted account: the row stays (seats
 and history refer to it), no password can ever match it."""
 
+ROBOTS: dict[str, int] = {"robot1": 1, "robot2": 2, "robot3": 3}
+"""The server's robot players (issue 17): userid → engine level.  Their rows are
+made by migration 0004 with :data:`ROBOT_HASH` and a ``robot_level``."""
+ROBOT_HASH = DELETED_HASH_PREFIX + "robot"
+"""A robot's password hash: no password matches it, so nobody logs in as a robot."""
+
 
 class User(Base):
     """A player account (COMMANDS.md §2)."""
@@ -49,10 +55,17 @@ class User(Base):
     """bumped by a password change or ``change keys``: older reply keys stop verifying"""
     pictures: Mapped[bool] = mapped_column(Boolean, default=True, server_default=true())
     """board mails with the board picture (HTML part); False: plain text only"""
+    robot_level: Mapped[int | None] = mapped_column(Integer, default=None)
+    """the engine level of a robot player (1-3, migration 0004); None for people"""
+
+    @property
+    def is_robot(self) -> bool:
+        return self.robot_level is not None
 
     @property
     def is_deleted(self) -> bool:
-        return self.password_hash.startswith(DELETED_HASH_PREFIX)
+        # a robot's hash has the deleted marker (no login) but the robot plays on
+        return self.password_hash.startswith(DELETED_HASH_PREFIX) and self.robot_level is None
 
     def mark_deleted(self) -> None:
         """Delete the account: the login and the mail go, the row stays."""

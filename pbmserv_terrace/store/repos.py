@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 
-from sqlalchemy import delete, func, select, update
+from sqlalchemy import String, cast, delete, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import joinedload
 
@@ -31,6 +31,15 @@ class Users:
 
     async def get(self, userid: str) -> User | None:
         return (await self.s.execute(select(User).where(User.userid == userid.lower()))).scalar_one_or_none()
+
+    async def with_address(self, address: str) -> list[User]:
+        """The users whose mail goes to ``address`` ('games next' without a userid;
+        addresses are a JSON list, matched as text first, then exactly)."""
+        wanted = address.lower()
+        escaped = wanted.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        stmt = select(User).where(func.lower(cast(User.addresses, String)).like(f'%"{escaped}"%', escape="\\"))
+        rows = (await self.s.execute(stmt)).scalars()
+        return [u for u in rows if wanted in {a.lower() for a in u.addresses}]
 
     async def by_pk(self, user_id: int) -> User | None:
         return await self.s.get(User, user_id)
@@ -101,6 +110,20 @@ class Games:
             stmt = stmt.where(Game.game_type == game_type)
         rows = await self.s.execute(stmt.order_by(Game.game_type, Game.board_number))
         return list(rows.scalars())
+
+    async def active_for_users(self, user_ids: Sequence[int], game_ids: Sequence[int] | None = None) -> list[Game]:
+        """Active games where one of ``user_ids`` sits (among ``game_ids``, if given),
+        with their seats: the robots' work list (seats by ``ix_seats_user``)."""
+        stmt = (
+            select(Game)
+            .join(Seat, Seat.game_id == Game.id)
+            .where(Seat.user_id.in_(list(user_ids)), Game.status == "active")
+            .distinct()
+            .order_by(Game.last_move_at, Game.id)
+        )
+        if game_ids is not None:
+            stmt = stmt.where(Game.id.in_(list(game_ids)))
+        return list((await self.s.execute(stmt)).scalars())
 
     async def active_of_type(self, game_type: str, limit: int = 1000) -> list[Game]:
         stmt = select(Game).where(Game.game_type == game_type, Game.status == "active").order_by(Game.board_number).limit(limit)

@@ -1,0 +1,144 @@
+"""Robots off the request path (issue 17): the engine runs in worker processes,
+the move is applied by :meth:`Service.robot_move` in its own transaction.
+
+``serve`` runs a :class:`RobotPlayer`: boards where a robot is to move are queued
+(all of them at start, then those each committed mail reports), computed in a
+``ProcessPoolExecutor`` of ``[server] robot_workers`` processes, and applied.  A
+board is worked on by one task at a time; a crash or restart at any point leaves
+the board with the robot to move, so it is found again and computed once more,
+and :meth:`Service.robot_move` plays a (board, ply) at most once.
+
+``handle`` (pipe mode) has no daemon: :func:`play_inline` makes the robots' moves
+in the same invocation, after the person's mail has committed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import multiprocessing
+from collections.abc import Callable, Iterable
+from concurrent.futures import ProcessPoolExecutor
+
+from ..service import HandleResult, Service
+from ..service.robots import RobotTurn, think
+
+log = logging.getLogger("pbmserv.robots")
+MAX_INLINE_PLIES = 200
+"""pipe mode: robot plies one invocation makes at most (a guard; games of only
+robots cannot be made, so a person is soon to move again)"""
+
+
+async def play_inline(service: Service, turns: Iterable[RobotTurn]) -> list[HandleResult]:
+    """Pipe mode: make the robots' moves on these boards now, in this process, one
+    transaction each, until a person is to move (or the game ends).  Errors are
+    logged, never raised: the person's mail has already committed."""
+    results: list[HandleResult] = []
+    queue = list(turns)
+    while queue and len(results) < MAX_INLINE_PLIES:
+        turn = queue.pop(0)
+        try:
+            move, comment = think(turn.tpn, turn.level, turn.ply)
+            result = await service.robot_move(turn, move, comment)
+        except Exception:
+            log.exception(
+                "robot %s on %s %d: the move failed; it is made at the next chance", turn.userid, turn.game_type, turn.board
+            )
+            continue
+        log.info(result.log_line())
+        results.append(result)
+        queue += [t for t in result.robot_turns if t.key not in {q.key for q in queue}]
+    return results
+
+
+class RobotPlayer:
+    """The robots of ``serve``: a queue of boards, ``workers`` engine processes.
+
+    :meth:`want` is called with the boards a mail reported (or a rescan found);
+    :meth:`run` works until ``stopping`` is set.  ``on_replies`` is told when a
+    robot's move queued mails (the outbound loop wakes)."""
+
+    def __init__(self, service: Service, workers: int, on_replies: Callable[[], None] = lambda: None) -> None:
+        self.service = service
+        self.workers = max(1, workers)
+        self.on_replies = on_replies
+        self.queue: asyncio.Queue[tuple[str, int]] = asyncio.Queue()
+        self.waiting: set[tuple[str, int]] = set()
+        """boards queued or being worked on"""
+        self.again: set[tuple[str, int]] = set()
+        """boards reported again while being worked on: looked at once more"""
+        self.failed: set[tuple[str, int, int]] = set()
+        """(game type, board, ply) whose move the rules refused: not retried"""
+        self.played = 0
+
+    def want(self, turns: Iterable[RobotTurn]) -> None:
+        """Queue these boards; one already queued or being worked on is looked at
+        again when its current work ends (it may have changed meanwhile)."""
+        for turn in turns:
+            self._want(turn.key)
+
+    def _want(self, key: tuple[str, int]) -> None:
+        if key in self.waiting:
+            self.again.add(key)
+            return
+        self.waiting.add(key)
+        self.queue.put_nowait(key)
+
+    async def rescan(self) -> None:
+        """Queue every board where a robot is to move (at start, after timers)."""
+        self.want(await self.service.robot_turns())
+
+    async def run(self, stopping: asyncio.Event) -> None:
+        """Work until ``stopping``; a move being computed then is dropped (the
+        board keeps its robot to move and the next start computes it again)."""
+        context = multiprocessing.get_context("spawn")  # never fork a process that has threads and sockets
+        pool = ProcessPoolExecutor(self.workers, mp_context=context)
+        tasks = [asyncio.create_task(self._worker(pool), name=f"robot-{i}") for i in range(self.workers)]
+        try:
+            try:
+                await self.rescan()
+            except Exception:
+                log.exception("finding the boards where a robot is to move failed; mails will report them")
+            await stopping.wait()
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            # not waiting: a move being computed is dropped, the worker exits after it
+            pool.shutdown(wait=False, cancel_futures=True)
+
+    async def _worker(self, pool: ProcessPoolExecutor) -> None:
+        while True:
+            key = await self.queue.get()
+            try:
+                await self._play(pool, key)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                # the board keeps its robot to move: the next rescan or mail finds it
+                log.exception("robot move on %s %d failed", *key)
+                await asyncio.sleep(1.0)
+            finally:
+                self.waiting.discard(key)
+            if key in self.again:
+                self.again.discard(key)
+                self._want(key)
+
+    async def _play(self, pool: ProcessPoolExecutor, key: tuple[str, int]) -> None:
+        """While a robot is to move on this board: compute in a worker, apply."""
+        loop = asyncio.get_running_loop()
+        while True:
+            self.again.discard(key)
+            turn = await self.service.robot_turn(*key)
+            if turn is None or (turn.game_type, turn.board, turn.ply) in self.failed:
+                return
+            move, comment = await loop.run_in_executor(pool, think, turn.tpn, turn.level, turn.ply)
+            result = await self.service.robot_move(turn, move, comment)
+            log.info("%s", result.log_line())
+            if result.status == "error":
+                self.failed.add((turn.game_type, turn.board, turn.ply))
+                return
+            if result.status == "ok":
+                self.played += 1
+            if result.outbox_ids:
+                self.on_replies()

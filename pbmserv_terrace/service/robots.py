@@ -1,0 +1,131 @@
+"""Robot players (issue 17): which boards wait for a robot, and the robot's thinking.
+
+A robot's move is made in two steps so that no transaction waits for the engine:
+
+1. :func:`think` — a pure function of (position, level, ply), run wherever the
+   caller likes (a worker process for ``serve``, in-process for ``handle``); it
+   sees no database.
+2. :meth:`pbmserv_terrace.service.Service.robot_move` — the move applied through
+   the ordinary ``move`` handler in its own transaction, only if the board is still
+   at that ply with that robot to move.  So a move computed twice (a restart, two
+   workers) is played once: the second finds the ply moved on.
+
+:func:`robot_turns` is the work list: boards where a robot is to move.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from sqlalchemy import event, inspect
+from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import Session
+
+from ..engine import choose_move, describe
+from ..rules import format_move, parse_tpn
+from ..store import Game, Seat
+from ..store.models import ROBOTS
+from ..store.repos import Games, Users
+from .boards import position, seat_by_army
+
+
+@dataclass(frozen=True, slots=True)
+class RobotTurn:
+    """A board waiting for a robot's move, with what the engine needs to choose it."""
+
+    game_type: str
+    board: int
+    ply: int
+    """plies played so far: the move to make is number ``ply + 1``"""
+    tpn: str
+    level: int
+    userid: str
+
+    @property
+    def key(self) -> tuple[str, int]:
+        return (self.game_type, self.board)
+
+
+def think(tpn: str, level: int, ply: int) -> tuple[str, str]:
+    """The robot's move in the position ``tpn`` and its one-line comment.  Plain
+    strings in and out, so it runs in a worker process; deterministic for
+    (position, level, ply), so computing it again after a crash gives the same move."""
+    pos = parse_tpn(tpn)
+    result = choose_move(pos, level=level, ply=ply)
+    return format_move(pos, result.move), describe(result)
+
+
+def robot_to_move(game: Game) -> Seat | None:
+    """The robot's seat when ``game`` is in play and a robot is to move."""
+    if game.status != "active":
+        return None
+    pos = position(game)
+    if pos.is_over() or pos.to_move not in pos.armies():
+        return None
+    seat = seat_by_army(game, pos.to_move)
+    return seat if seat.active and seat.user.is_robot else None
+
+
+def turn_of(game: Game) -> RobotTurn | None:
+    seat = robot_to_move(game)
+    if seat is None or seat.user.robot_level is None:
+        return None
+    return RobotTurn(game.game_type, game.board_number, game.ply, game.position, seat.user.robot_level, seat.user.userid)
+
+
+GAMES_CHANGED = "robot_games_changed"
+
+
+def watch_games(session: AsyncSession) -> None:
+    """Note, at each flush of ``session``, the games it writes that may have a robot
+    at the board (read by :func:`changed_games`): a robot can only come to move
+    when a game changes.  An event, because the handlers keep no list of the
+    games they touch and the identity map forgets unmodified objects."""
+    changed: set[int] = session.info.setdefault(GAMES_CHANGED, set())
+
+    def after_flush(sync_session: Session, _context: object) -> None:
+        for obj in (*sync_session.new, *sync_session.dirty):
+            if isinstance(obj, Game) and obj.id is not None and _may_seat_robot(obj):
+                changed.add(obj.id)
+
+    event.listen(session.sync_session, "after_flush", after_flush)
+
+
+def _may_seat_robot(game: Game) -> bool:
+    """Whether a robot may sit at ``game``, looking only at what is loaded (no I/O
+    inside a flush): unknown counts as maybe."""
+    seats = inspect(game).dict.get("seats")
+    if seats is None:
+        return True
+    for seat in seats:
+        user = inspect(seat).dict.get("user")
+        if user is None or inspect(user).dict.get("robot_level", 0) is not None:
+            return True
+    return False
+
+
+def changed_games(session: AsyncSession) -> list[int]:
+    """The games :func:`watch_games` saw written (that may seat a robot)."""
+    return sorted(session.info.get(GAMES_CHANGED, ()))
+
+
+async def robot_turns(session: AsyncSession, game_ids: Sequence[int] | None = None) -> list[RobotTurn]:
+    """Boards (among ``game_ids``, or all) where a robot is to move, oldest move first."""
+    if game_ids is not None and not game_ids:
+        return []
+    robots = await Users(session).get_many(list(ROBOTS))
+    ids = [u.id for u in robots.values() if u.is_robot]
+    if not ids:
+        return []
+    games = await Games(session).active_for_users(ids, game_ids)
+    return [turn for game in games if (turn := turn_of(game)) is not None]
+
+
+async def robot_turn_on(session: AsyncSession, game_type: str, board: int) -> RobotTurn | None:
+    """The robot's turn on one board, if a robot is to move there."""
+    game = await Games(session).get(game_type, board)
+    return turn_of(game) if game is not None else None
+
+
+__all__ = ["RobotTurn", "changed_games", "robot_to_move", "robot_turn_on", "robot_turns", "think", "turn_of", "watch_games"]
