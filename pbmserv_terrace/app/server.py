@@ -29,6 +29,7 @@ from .health import HealthEndpoint, Metrics
 from .ordering import KeyedRunner
 from .outbox import OutboxSenders
 from .pipe import save_failed
+from .robots import RobotPlayer
 
 log = logging.getLogger("pbmserv.serve")
 IDLE_SMTP_CLOSE = 10.0
@@ -50,6 +51,7 @@ class Server:
         """keys of mails put back for a later pass (later mails sharing them wait too)"""
         self._hold_all = False
         self.embedded: EmbeddedInbound | None = None
+        self.robots = RobotPlayer(self.service, config.server.robot_workers, self.wake_outbound.set)
         self._health: HealthEndpoint | None = None
 
     # ---------------------------------------------------------------- one mail
@@ -131,6 +133,8 @@ class Server:
         log.info("%s id=%s", result.log_line(), mail.message_id[:200] if isinstance(mail, InboundMail) else "-")
         if result.outbox_ids:
             self.wake_outbound.set()
+        if result.robot_turns:
+            self.robots.want(result.robot_turns)  # committed: now the robots answer
         return result
 
     def set_inbound_connected(self, up: bool) -> None:
@@ -187,6 +191,7 @@ class Server:
                 if handled:
                     log.info("timers: %d games handled", handled)
                     self.wake_outbound.set()
+                    await self.robots.rescan()  # a forfeit may have given a robot the move
             except Exception:
                 log.exception("timer run failed")
             with contextlib.suppress(TimeoutError):
@@ -197,7 +202,8 @@ class Server:
         cfg = self.config
         await self.db.migrate()
         tasks = [asyncio.create_task(self.outbound_loop(), name="outbound"),
-                 asyncio.create_task(self.scheduler_loop(), name="scheduler")]  # fmt: skip
+                 asyncio.create_task(self.scheduler_loop(), name="scheduler"),
+                 asyncio.create_task(self.robots.run(self.stopping), name="robots")]  # fmt: skip
         if cfg.server.health_port:
             self._health = HealthEndpoint(self.db, self.metrics, "imap" if cfg.uses_imap else "embedded-smtp")
             await self._health.start("127.0.0.1", cfg.server.health_port)
