@@ -28,7 +28,10 @@ MAX_WORDS = 200
 
 _REPLY_PREFIX = re.compile(r"^\s*(?:(?:re|fwd?|aw|sv|wg|tr)\s*(?:\[\d+\])?\s*:\s*)+", re.IGNORECASE)
 _SERVER_ONLY = re.compile(
-    r"^(?:new\s+)?terrace(?:6x6)?\s+board\s+\d+(?:\s+\S+)?(?:\s+error)?$|^terrace(?:6x6)?\s+error$"
+    r"^(?:new\s+)?terrace(?:6x6)?\s+board\s+\d+(?:\s+\S+)?"
+    r"(?:\s+(?:error|reminder|queue|submitted|subscribed|unsubscribed))?$"
+    r"|^terrace(?:6x6)?\s+board\s+\d+\s+chat\s+from\s+\S+$"
+    r"|^terrace(?:6x6)?\s+(?:error|preview|summaries\s+\(\d+\s+boards\))$"
     r"|^broadcast from \S+ via .*$|^message from \S+ via .*$",
     re.IGNORECASE,
 )

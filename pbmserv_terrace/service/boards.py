@@ -15,6 +15,7 @@ from ..render.picture import picture_alt
 from ..rules import Move, Position, format_tpn, goal_square, parse_move, parse_tpn, render_board
 from ..rules.pieces import piece_text
 from ..store import Game, MoveRecord, Seat, User
+from .args import shortened
 from .context import CommandError, Ctx, Mail
 
 RESIGN, FORFEIT = "Resign", "Forfeit"
@@ -329,6 +330,6 @@ def take_comment(ctx: Ctx, game: Game, cmd: Command, author: str) -> CommentView
     text = cmd.comment.strip()
     if not text:
         return None
-    text = text[:20_000]
+    text = shortened(ctx, text)
     game.comment = f"{author} writes:\n{text}"
     return CommentView(author, text)

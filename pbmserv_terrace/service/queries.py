@@ -63,9 +63,7 @@ async def _views(ctx: Ctx, games: list[tuple[Game, int | None]], viewer: User | 
     return views
 
 
-async def _reply_summaries(
-    ctx: Ctx, game_type: str | None, games: list[tuple[Game, int | None]], views: list[GameView]
-) -> None:
+async def _reply_summaries(ctx: Ctx, game_type: str | None, games: list[tuple[Game, int | None]], views: list[GameView]) -> None:
     if len(games) != 1:
         ctx.reply(f"{game_title(game_type)} summaries ({len(games)} boards)", "summary.txt", games=views)
         return
@@ -110,6 +108,20 @@ async def _show(ctx: Ctx, cmd: Command, words: list[str], viewer: User | None = 
         words = words[:-1]
     if not words:
         raise CommandError("name a board or a user")
+    boards = [w for w in words if w.split("#")[0].isdigit()]
+    if boards and len(boards) < len(words):
+        names = [w for w in words if not w.split("#")[0].isdigit()]
+        known = await ctx.uow.users.get_many(names)
+        unknown = [n[:32] for n in names if n.lower() not in known]
+
+        def said(items: list[str], one: str, many: str) -> str:
+            return f"{', '.join(items)} {one if len(items) == 1 else many}"
+
+        users_said = said(unknown, "is no user", "are no users") if unknown else said(names, "is a user", "are users")
+        raise CommandError(
+            f"{said(boards, 'is a board', 'are boards')} and {users_said}: "
+            "show boards (show 101 102) or users (show ann ben), not both in one command"
+        )
     if all(w.split("#")[0].isdigit() for w in words):
         games: list[tuple[Game, int | None]] = []
         for word in words[:MAX_BOARDS]:
@@ -144,7 +156,15 @@ async def games_table(ctx: Ctx, game_type: str, userids: list[str], selector: st
         heading = f"{title} boards of {', '.join(sorted(found))} ({selector})"
     else:
         if selector == "next":
-            raise CommandError("'next' needs a userid: games USERID next", game_type=game_type)
+            # whose 'next'? the sender's: the user (or users) mail goes to at their address
+            owners = await ctx.uow.users.with_address(ctx.sender)
+            if not owners:
+                raise CommandError(
+                    f"'next' lists your boards, but {ctx.sender[:80]} is no user's address: games USERID next",
+                    game_type=game_type,
+                )
+            await games_table(ctx, game_type, [u.userid for u in owners], selector)
+            return
         games = await ctx.uow.games.active_of_type(game_type) if selector == "active" else []
         if selector != "active":
             games = [g for g in await ctx.uow.games.for_users([u.id for u in await ctx.uow.users.all_active()], game_type)]

@@ -8,7 +8,7 @@ from ..commands import Command
 from ..gametypes import game_title
 from ..render import render
 from ..store import Notifier, Subscription
-from .args import need, notice
+from .args import need, notice, shortened
 from .boards import (
     board_error,
     game_view,
@@ -31,7 +31,7 @@ async def chat(ctx: Ctx, cmd: Command) -> None:
     if not cmd.comment.strip():
         raise board_error(game, "the chat message is empty: write it in the body of the mail")
     body = render("chat.txt", title=game_title(game.game_type), board_number=game.board_number, author=user.userid,
-                  text=cmd.comment.strip()[:20_000])  # fmt: skip
+                  text=shortened(ctx, cmd.comment))  # fmt: skip
     unique = {u.id: u for u in players + subscribers}
     ctx.send(list(unique.values()), f"{game_title(game.game_type)} Board {game.board_number} chat from {user.userid}", body)
 

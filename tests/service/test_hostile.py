@@ -61,7 +61,13 @@ def test_huge_body_and_huge_subject(h):
     assert len(r) == 1 and "at most 200 words" in r[0].body
     assert snapshot(h) == before
     r = h.move(101, "ann", "d2-e3", "x" * 1_000_000)
-    assert to(r) == ["ann@players.test", "ben@players.test"] and len(r[0].body) < 30_000
+    # the board mail to both (the comment cut), and a notice to the sender that it was cut
+    assert to(r) == ["ann@players.test", "ann@players.test", "ben@players.test"]
+    assert all(len(m.body) < 30_000 for m in r)
+    board = next(m for m in r if m.to.startswith("ben"))
+    assert "[… message shortened: 180,000 characters left out]" in board.body  # the mail itself is cut at 200,000
+    note = next(m for m in r if "shortened" in m.subject)
+    assert "180,000 characters were left out" in note.body
 
 
 def test_nul_bytes_are_removed(h):
