@@ -322,6 +322,10 @@ class Service:
                         "duplicate", f"board {turn.board} is no longer at ply {turn.ply} with {turn.userid} to move"
                     )
                 ctx = self.context(uow, now)
+                if await robots.draw_if_robots_alone(ctx, game):
+                    queued = self.queue_replies(ctx, now)
+                    await uow.commit()
+                    return HandleResult("ok", "robots alone: drawn", len(queued), board=str(turn.board), outbox_ids=queued)
                 ctx.keyed_user = seat.user  # the robot is the service itself: no password
                 words = [str(turn.board), turn.userid, "-", f"{move_text}#{turn.ply + 1}"]
                 cmd = Command(verb="move", game_type=turn.game_type, words=words, comment=comment, text=f"move {move_text}")

@@ -27,7 +27,13 @@ from ..rules import format_move, parse_tpn
 from ..store import Game, Seat
 from ..store.models import ROBOTS
 from ..store.repos import Games, Users
-from .boards import position, seat_by_army
+from .boards import mail_game, position, seat_by_army
+from .context import Ctx
+from .plies import finish
+
+ROBOTS_ALONE_PLIES = 300
+"""Terrace has no draw rule: once every person at a board is out, the robots play
+on until this ply, then the game is drawn (two robots could shuffle forever)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,10 +128,31 @@ async def robot_turns(session: AsyncSession, game_ids: Sequence[int] | None = No
     return [turn for game in games if (turn := turn_of(game)) is not None]
 
 
+async def draw_if_robots_alone(ctx: Ctx, game: Game) -> bool:
+    """End ``game`` in a draw when only robots are left in it and it has reached
+    :data:`ROBOTS_ALONE_PLIES` (the players, out of the game, still get the mail)."""
+    if any(s.active and not s.user.is_robot for s in game.seats) or game.ply < ROBOTS_ALONE_PLIES:
+        return False
+    await finish(ctx, game, None, f"draw: only robots were left after {game.ply} plies")
+    await mail_game(ctx, game, headline=f"only robots are left after {game.ply} plies: the game is drawn")
+    return True
+
+
 async def robot_turn_on(session: AsyncSession, game_type: str, board: int) -> RobotTurn | None:
     """The robot's turn on one board, if a robot is to move there."""
     game = await Games(session).get(game_type, board)
     return turn_of(game) if game is not None else None
 
 
-__all__ = ["RobotTurn", "changed_games", "robot_to_move", "robot_turn_on", "robot_turns", "think", "turn_of", "watch_games"]
+__all__ = [
+    "ROBOTS_ALONE_PLIES",
+    "RobotTurn",
+    "changed_games",
+    "draw_if_robots_alone",
+    "robot_to_move",
+    "robot_turn_on",
+    "robot_turns",
+    "think",
+    "turn_of",
+    "watch_games",
+]

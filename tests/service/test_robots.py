@@ -14,6 +14,7 @@ from pbmserv_terrace.app.robots import play_inline
 from pbmserv_terrace.engine import accepts_draw
 from pbmserv_terrace.mail.message import parse_message
 from pbmserv_terrace.rules import parse_move, parse_tpn
+from pbmserv_terrace.service.robots import ROBOTS_ALONE_PLIES
 from pbmserv_terrace.store import Game, MoveRecord, UnitOfWork, User
 
 from .harness import Harness, Reply, raw_mail, set_position
@@ -210,3 +211,29 @@ def test_a_crash_before_the_robots_move_gives_exactly_one_move_after_restart(h):
     assert h.loop.run_until_complete(h.service.robot_turns()) == []  # nothing left to do
     again = h.loop.run_until_complete(play_inline(h.service, result.robot_turns))  # a stale turn: nothing happens
     assert [r.status for r in again] == ["duplicate"] and game_state(h)[0].ply == 2
+
+
+def test_robots_left_alone_are_drawn_at_the_ply_limit(h):
+    """Terrace has no draw rule: once the person is out, the robots may not play
+    for ever; at ROBOTS_ALONE_PLIES the game ends drawn, and the person is told."""
+    result = h.loop.run_until_complete(
+        h.service.handle_mail(parse_message(raw_mail("ann@players.test", "terrace6x6 challenge robot1 robot2 ann")))
+    )
+    assert [(t.userid, t.ply) for t in result.robot_turns] == [("robot1", 0)]
+
+    async def person_out_at_the_limit() -> None:
+        async with UnitOfWork(h.db) as uow:
+            game = await uow.games.get("terrace6x6", 101, lock=True)
+            assert game is not None
+            game.seats[2].active = False
+            game.ply = ROBOTS_ALONE_PLIES
+            await uow.commit()
+
+    h.loop.run_until_complete(person_out_at_the_limit())
+    done = h.loop.run_until_complete(play_inline(h.service, h.loop.run_until_complete(h.service.robot_turns())))
+    assert [r.detail for r in done] == ["robots alone: drawn"]
+    game, moves = game_state(h, game_type="terrace6x6")
+    assert (
+        game.status == "draw" and moves == [] and game.result == f"draw: only robots were left after {ROBOTS_ALONE_PLIES} plies"
+    )
+    assert h.loop.run_until_complete(h.service.robot_turns()) == []
