@@ -243,7 +243,7 @@ async def export(db: Database, args: argparse.Namespace) -> None:
             ]
             (out / f"{g.game_type}-{g.board_number}.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
             progress(i, len(targets), "exported")
-    print(f"{len(targets)} games written to {out}/")
+    print(f"{len(targets)} {'game' if len(targets) == 1 else 'games'} written to {out}/")
 
 
 # ------------------------------------------------------------ backup/restore

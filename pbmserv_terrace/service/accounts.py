@@ -7,6 +7,7 @@ from ..commands import Command
 from ..gametypes import GAME_TYPES
 from ..render import render
 from ..rules import (
+    geometry,
     render_board,
     start_position,
 )
@@ -118,8 +119,17 @@ async def delete(ctx: Ctx, cmd: Command) -> None:
     notice(ctx, f"{ctx.server_name}: delete {user.userid}", *lines)
 
 
-HELP_TOPICS = {"": "help_general.txt", "commands": "help_commands.txt", "reply": "help_reply.txt", "terrace": "help_terrace.txt", "tutorial": "help_tutorial.txt",
+HELP_TOPICS = {"": "help_general.txt", "commands": "help_commands.txt", "reply": "help_reply.txt", "board": "help_board.txt",
+               "heights": "help_board.txt", "terrace": "help_terrace.txt", "tutorial": "help_tutorial.txt",
                "terrace6x6": "help_terrace.txt", "rules": "help_terrace.txt"}  # fmt: skip
+
+
+def height_map(n: int) -> str:
+    """The squares' heights as a small table, ranks from the top (RULES.md §1)."""
+    geo = geometry(n)
+    files = "abcdefgh"[:n]
+    rows = [f"  {y + 1} | " + " ".join(str(geo.height[y * n + x]) for x in range(n)) for y in reversed(range(n))]
+    return "\n".join([*rows, "      " + " ".join(files)])
 
 
 def help_values(ctx: Ctx, game_type: str) -> dict[str, object]:
@@ -131,14 +141,15 @@ def help_values(ctx: Ctx, game_type: str) -> dict[str, object]:
         "title": kind.title,
         "n": n,
         "board": render_board(start_position("long", n)),
+        "heights": height_map(n),
     }
 
 
-@command("help", game=False, usage="help [commands|terrace|tutorial|reply]")
+@command("help", game=False, usage="help [commands|terrace|tutorial|reply|board]")
 async def help_(ctx: Ctx, cmd: Command) -> None:
     topic = cmd.words[0].lower() if cmd.words else ""
     if topic not in HELP_TOPICS:
-        raise CommandError(f"there is no help on '{topic[:30]}'; topics are commands, terrace, tutorial, reply")
+        raise CommandError(f"there is no help on '{topic[:30]}'; topics are commands, terrace, tutorial, reply, board")
     ctx.reply(
         f"{ctx.server_name} help{(' ' + topic) if topic else ''}",
         HELP_TOPICS[topic],

@@ -73,8 +73,8 @@ def check_userid(userid: str, *, robot_ok: bool = False) -> str:
         raise CommandError(f"{uid} is one of the server's robot players; choose another userid")
     if not _USERID.match(uid) or uid in RESERVED or uid.isdigit():
         raise CommandError(
-            f"'{userid[:40]}' cannot be a userid: use 1-32 letters, digits, '_', '.', '+' or '-', "
-            "starting with a letter or digit, not only digits, and not a selector word (active, next, all ...)"
+            f"'{userid[:40]}' cannot be a userid: use 1-32 of the letters a-z (no accents), digits, '_', '.', '+' "
+            "or '-', starting with a letter or digit, not only digits, and not a selector word (active, next, all ...)"
         )
     return uid
 

@@ -100,14 +100,17 @@ def _named(text: str, game: Game) -> str:
     return text
 
 
-def status_lines(game: Game, pos: Position) -> list[str]:
+def status_lines(game: Game, pos: Position, ply: int | None = None) -> list[str]:
+    """Whose turn, announcements, pending votes.  ``ply``: the plies played in the
+    position shown (a preview is ahead of the board)."""
     if game.status == "removed":
         return [f"This board was removed: {game.result}."]
     if game.status != "active":
         return [f"Game over: {game.result}."]
     lines = []
     mover = seat_by_army(game, pos.to_move)
-    lines.append(f"It is {mover.user.userid}'s turn (army {mover.seat}, {army_letters(mover.seat)}), ply {game.ply + 1}.")
+    played = game.ply if ply is None else ply
+    lines.append(f"It is {mover.user.userid}'s turn (army {mover.seat}, {army_letters(mover.seat)}), ply {played + 1}.")
     lines += [_named(a, game) for a in pos.announcements()]
     for kind, votes in (
         ("A draw has been proposed", game.draw_votes),
@@ -136,7 +139,11 @@ async def game_view(
     viewer: Seat | None = None,
     notes: list[str] | None = None,
     pos: Position | None = None,
+    tried: list[tuple[int, str]] | None = None,
 ) -> GameView:
+    """The view of a board for a mail.  ``tried``: plies (seat, move) that ``pos``
+    is ahead of the board by (a submitted move's preview); they end the move table
+    and count in the status line."""
     moves = (
         await ctx.uow.moves.of_game(game.id)
         if (last_rounds is None or upto is not None)
@@ -148,9 +155,9 @@ async def game_view(
         status = [f"Position after ply {upto} of {game.ply}."]
     else:
         pos = pos or position(game)
-        status = status_lines(game, pos)
+        status = status_lines(game, pos, game.ply + len(tried or []))
     names = [s.user.userid for s in game.seats]
-    plies = [(m.seat, m.move + (" (Auto)" if m.auto else "")) for m in moves]
+    plies = [(m.seat, m.move + (" (Auto)" if m.auto else "")) for m in moves] + list(tried or [])
     first_round = (moves[0].ply - 1) // max(1, len(game.seats)) if moves else 0
     rows, omitted, width = move_table(names, plies, last_rounds=last_rounds)
     for row in rows:
@@ -169,7 +176,7 @@ async def game_view(
             private.append(f"Your queued moves: {', '.join(viewer.queued_moves)}")
         if viewer.submitted_move:
             private.append(f"Your submitted move (not yet confirmed): {viewer.submitted_move}")
-    opts = ", ".join(f"{k} {v}" for k, v in sorted(game.options.items()))
+    opts = ", ".join(option_text(k, v) for k, v in sorted(game.options.items()))
     return GameView(
         title=game_title(game.game_type),
         board_number=game.board_number,
@@ -188,6 +195,22 @@ async def game_view(
         position=format_tpn(pos),
         last_move=moves[-1].move if moves and moves[-1].move not in (RESIGN, FORFEIT) else "",
     )
+
+
+def days(value: object) -> str:
+    number = float(str(value))
+    return f"{number:g} {'day' if number == 1 else 'days'}"
+
+
+def option_text(name: str, value: object) -> str:
+    """A board option as words: ``forfeittime 2.0`` → ``forfeit after 2 days``."""
+    if name == "nagtime":
+        return f"reminder after {days(value)}"
+    if name == "forfeittime":
+        return f"forfeit after {days(value)}"
+    if name == "totaltime":
+        return f"{days(value)} of thinking time each"
+    return f"{name} {value}"
 
 
 def to_move_name(game: Game) -> str:

@@ -100,6 +100,8 @@ async def challenge(ctx: Ctx, cmd: Command) -> None:
         users.append(user)
         if user.signed_off:
             problems.append(f"{uid}: signed off")
+        elif user.seek > 0:
+            pass  # seeking games: a challenge reaches them whatever their preferences (as on pbmserv)
         elif not user.accept_challenges:
             problems.append(f"{uid}: is not accepting challenges")
         elif user.challenge_limit is not None:
@@ -134,6 +136,8 @@ async def challenge(ctx: Ctx, cmd: Command) -> None:
                for i, u in enumerate(users)],
     )  # fmt: skip
     ctx.uow.games.add(game)
+    for user in users:
+        user.seek = max(0, user.seek - 1)  # one of the games they sought
     await ctx.uow.flush()
     ctx.board = str(number)
     for watcher in await ctx.uow.watchers.subscribers_of_all(game_type):
@@ -369,7 +373,13 @@ async def submit(ctx: Ctx, cmd: Command) -> None:
         raise board_error(game, str(exc)) from None
     canonical = format_move(pos, mv)
     seat.submitted_move = f"{canonical}#{game.ply + 1}"
-    view = await game_view(ctx, game, pos=pos.play(mv), notes=[f"(as it would be after {canonical})"])
+    view = await game_view(
+        ctx,
+        game,
+        pos=pos.play(mv),
+        notes=[f"(as it would be after {canonical})"],
+        tried=[(seat.seat, f"{canonical} (submitted)")],
+    )
     ctx.reply(
         f"{game_title(game.game_type)} Board {game.board_number} submitted",
         "submitted.txt",

@@ -211,7 +211,7 @@ async def standings(ctx: Ctx, cmd: Command) -> None:
             "won": rating.won,
             "lost": rating.lost,
             "tied": rating.tied,
-            "active": await ctx.uow.games.count_active_for_user(user.id),
+            "active": await ctx.uow.games.count_active_for_user(user.id, game_type),
             "limit": "inf" if user.challenge_limit is None else user.challenge_limit,
         }
         (provisional if rating.provisional else established).append(row)
@@ -219,7 +219,19 @@ async def standings(ctx: Ctx, cmd: Command) -> None:
         for i, row in enumerate(rows):
             row["rank"] = i + 1
     sections = [{"name": "Established", "rows": established}, {"name": "Provisional (fewer than 20 games)", "rows": provisional}]
-    ctx.reply(f"{game_title(game_type)} standings", "standings.txt", title=game_title(game_type), sections=sections)
+    seeking = [
+        {"userid": u.userid, "games": u.seek, "active": await ctx.uow.games.count_active_for_user(u.id, game_type)}
+        for u in await ctx.uow.users.seeking()
+        if not u.is_deleted
+    ]
+    ctx.reply(
+        f"{game_title(game_type)} standings",
+        "standings.txt",
+        title=game_title(game_type),
+        game_type=game_type,
+        sections=sections,
+        seeking=seeking,
+    )
 
 
 @command("history", game=True, usage="history")
@@ -256,16 +268,19 @@ async def preview(ctx: Ctx, cmd: Command) -> None:
         moves_text = words[2:]
         names = [f"player{i}" for i in range(1, int(words[1]) + 1)]
         game = None
-        what = f"a new {words[1]}-player board ({variant})"
+        history: list[tuple[int, str]] = []
+        what = f"a new {title} board for {words[1]} players ({variant})"
     else:
         game, at = await load_game(ctx, cmd, words[0], lock=False)
         if at is not None and not 0 <= at <= game.ply:
             raise CommandError(f"board {game.board_number} has {game.ply} plies; there is no ply {at}", game_type=game_type)
-        pos = replay(game, await ctx.uow.moves.of_game(game.id), at) if at is not None else position(game)
+        records = await ctx.uow.moves.of_game(game.id)
+        pos = replay(game, records, at) if at is not None else position(game)
+        history = [(m.seat, m.move) for m in records if at is None or m.ply <= at]
         moves_text = words[1:]
         names = [s.user.userid for s in game.seats]
         variant = game.variant
-        what = f"board {game.board_number}" + (f" from ply {at}" if at is not None else "")
+        what = f"{title} Board {game.board_number}" + (f" from ply {at}" if at is not None else "")
     notes = []
     played: list[tuple[int, str]] = []
     for text in moves_text:
@@ -275,7 +290,11 @@ async def preview(ctx: Ctx, cmd: Command) -> None:
         try:
             mv = parse_move(pos, text)
         except NotationError as exc:
-            raise CommandError(str(exc), game_type=game_type) from None
+            ply = len(history) + len(played)
+            who = names[army - 1] if army <= len(names) else f"army {army}"
+            raise CommandError(
+                f"{exc} (after ply {ply} it is {who}'s turn: army {army}, {army_letters(army)})", game_type=game_type
+            ) from None
         canonical = format_move(pos, mv)
         played.append((army, canonical))
         pos = pos.play(mv)
@@ -285,7 +304,7 @@ async def preview(ctx: Ctx, cmd: Command) -> None:
     if outcome is not None:
         who = names[outcome.winner - 1] if outcome.winner else None
         notes.append(f"The game would be over: {who + ' wins' if who else 'draw'} ({outcome.reason}).")
-    rows, _, width = move_table(names, played)
+    rows, _, width = move_table(names, history + [(a, f"{m} (tried)") for a, m in played])
     status = [f"{names[pos.to_move - 1]} would be to move."] if outcome is None else []
     view = GameView(
         title=title,

@@ -153,7 +153,13 @@ async def seek(ctx: Ctx, cmd: Command) -> None:
     if not words[2].isdigit() or int(words[2]) > 100:
         raise CommandError(f"'{words[2][:20]}' is not a number of games (0-100)")
     user.seek = int(words[2])
-    notice(ctx, f"{ctx.server_name}: seek", f"{user.userid} seeks {user.seek} more games; it shows in the standings.")
+    if user.seek:
+        notice(ctx, f"{ctx.server_name}: seek",
+               f"{user.userid} seeks {user.seek} more {'game' if user.seek == 1 else 'games'}: the standings list you under",
+               "'Seeking a game', and a challenge reaches you even while you reject challenges or are at your limit.",
+               f"Each new board counts one; 'seek {user.userid} PASSWORD 0' stops it.")  # fmt: skip
+    else:
+        notice(ctx, f"{ctx.server_name}: seek", f"{user.userid} no longer seeks games.")
 
 
 @command("vacation", game=True, usage="vacation USERID PASSWORD on|off", auth=0)

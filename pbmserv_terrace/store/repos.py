@@ -32,6 +32,11 @@ class Users:
     async def get(self, userid: str) -> User | None:
         return (await self.s.execute(select(User).where(User.userid == userid.lower()))).scalar_one_or_none()
 
+    async def seeking(self) -> list[User]:
+        """Users who said (``seek``) they want more games, in userid order."""
+        rows = await self.s.execute(select(User).where(User.seek > 0, User.signed_off.is_(False)).order_by(User.userid))
+        return list(rows.scalars())
+
     async def with_address(self, address: str) -> list[User]:
         """The users whose mail goes to ``address`` ('games next' without a userid;
         addresses are a JSON list, matched as text first, then exactly)."""
@@ -133,13 +138,16 @@ class Games:
         stmt = select(func.count()).select_from(Game).where(Game.game_type == game_type, Game.status == "active")
         return int((await self.s.execute(stmt)).scalar_one())
 
-    async def count_active_for_user(self, user_id: int) -> int:
+    async def count_active_for_user(self, user_id: int, game_type: str | None = None) -> int:
+        """Active boards of a user: of every game type, or of ``game_type``."""
         stmt = (
             select(func.count())
             .select_from(Seat)
             .join(Game, Game.id == Seat.game_id)
             .where(Seat.user_id == user_id, Game.status == "active")
         )
+        if game_type is not None:
+            stmt = stmt.where(Game.game_type == game_type)
         return int((await self.s.execute(stmt)).scalar_one())
 
     async def due(self, now: datetime, limit: int = 100) -> list[Game]:

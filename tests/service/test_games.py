@@ -252,7 +252,7 @@ def test_preview_saves_nothing(h):
         pos = pos.play(parse_move(pos, m))
     assert render_board(pos) in r[0].body
     r = h.send("zed", "terrace preview new 4 d1-e2")
-    assert "a new 4-player board (4p)" in r[0].body
+    assert "Preview of a new Terrace board for 4 players (4p) (nothing has been saved)" in r[0].body
     assert "ann played" not in h.send("zed", "terrace show 101")[0].body
     assert "No moves yet." in h.send("zed", "terrace show 101")[0].body
 
@@ -289,7 +289,7 @@ def test_challenge_errors_list_every_failing_user(h):
 def test_timer_options_are_kept(h):
     h.signup("ann", "ben")
     r = h.send("ann", "terrace challenge ann ben -short --nagtime=3 --forfeittime=10")
-    assert "Players (short; forfeittime 10.0, nagtime 3.0)" in r[0].body
+    assert "Players (short; forfeit after 10 days, reminder after 3 days)" in r[0].body
     bad = h.send("ann", "terrace challenge ann ben --nagtime=soon")
     assert "--nagtime needs a number of days" in bad[0].body
 
@@ -337,4 +337,5 @@ def test_showas_all_show_next_and_list(h):
     assert nxt[0].subject == "Terrace6x6 Board 101 ben" and "Summary of Terrace6x6 Board 101" in nxt[0].body
     table = h.send("x", "terrace list")[0].body
     assert "101" in table and "ann* ben" in table
-    assert "1 active boards" in h.send("x", "list")[0].body or "active boards" in h.send("x", "list")[0].body
+    listing = h.send("x", "list")[0].body
+    assert "terrace          1 active board\n" in listing and "1 active boards" not in listing
