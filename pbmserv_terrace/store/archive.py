@@ -59,6 +59,35 @@ class GameRow:
 
 
 @dataclass(frozen=True, slots=True)
+class ListedGame:
+    """A board as a list shows it (a player's games, the front page): the columns a row
+    needs and nothing else, since reading and decoding the rest (votes, comment, start
+    position, dates) for hundreds of rows was most of a player page's time."""
+
+    id: int
+    game_type: str
+    board_number: int
+    status: str
+    ply: int
+    position: str
+    winner_seat: int | None
+    result: str | None
+    last_move_at: datetime
+    seats: tuple[SeatRow, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class PlayerRow:
+    """A user as their page shows them: no address, no password hash."""
+
+    id: int
+    userid: str
+    created_at: datetime
+    ratings: tuple[tuple[str, StandingRow], ...]
+    """(game type, their rating row) for each game type they are rated in, by type"""
+
+
+@dataclass(frozen=True, slots=True)
 class MoveRow:
     ply: int
     seat: int
@@ -128,27 +157,9 @@ def _game_row(game: Game, seats: Sequence[SeatRow] | None = None) -> GameRow:
     )
 
 
-def _row_of_mapping(g: Any, seats: Sequence[SeatRow]) -> GameRow:
-    return GameRow(
-        id=g["id"],
-        game_type=g["game_type"],
-        board_number=g["board_number"],
-        variant=g["variant"],
-        rated=g["rated"],
-        status=g["status"],
-        ply=g["ply"],
-        position=g["position"],
-        start_position=g["start_position"],
-        winner_seat=g["winner_seat"],
-        result=g["result"],
-        draw_votes=tuple(g["draw_votes"]),
-        undo_votes=tuple(g["undo_votes"]),
-        comment=g["comment"],
-        created_at=g["created_at"],
-        last_move_at=g["last_move_at"],
-        finished_at=g["finished_at"],
-        seats=tuple(seats),
-    )
+LISTED_COLUMNS: tuple[Any, ...] = (Game.id, Game.game_type, Game.board_number, Game.status, Game.ply, Game.position, Game.winner_seat,
+                  Game.result, Game.last_move_at)  # fmt: skip
+"""the columns of a :class:`ListedGame`, in its field order"""
 
 
 class Archive:
@@ -191,10 +202,10 @@ class Archive:
         stmt = select(func.count()).select_from(Game).where(Game.game_type == game_type, Game.status == "active")
         return int((await self.s.execute(stmt)).scalar_one())
 
-    async def newest_active(self, game_type: str, limit: int) -> list[GameRow]:
+    async def newest_active(self, game_type: str, limit: int) -> list[ListedGame]:
         """The newest active boards (highest numbers): a backward walk of ix_games_type_status."""
-        return await self._rows(
-            select(*Game.__table__.c)
+        return await self._listed(
+            select(*LISTED_COLUMNS)
             .where(Game.game_type == game_type, Game.status == "active")
             .order_by(Game.board_number.desc())
             .limit(limit)
@@ -222,35 +233,60 @@ class Archive:
         row = (await self.s.execute(stmt)).first()
         return (row[0], row[1], row[2]) if row is not None else None
 
-    async def games_of_user(self, user_id: int, limit: int) -> list[GameRow]:
+    async def player(self, userid: str) -> PlayerRow | None:
+        """A user and their ratings in one statement (the user outer-joined to ratings)."""
+        stmt = (
+            select(
+                User.id,
+                User.userid,
+                User.created_at,
+                Rating.game_type,
+                Rating.rating,
+                Rating.won,
+                Rating.lost,
+                Rating.tied,
+                Rating.games,
+            )
+            .outerjoin(Rating, Rating.user_id == User.id)
+            .where(User.userid == userid.lower())
+            .order_by(Rating.game_type)
+        )
+        rows = (await self.s.execute(stmt)).all()
+        if not rows:
+            return None
+        user_id, name, created = rows[0][:3]
+        ratings = tuple(
+            (game_type, StandingRow(name, rating, won, lost, tied, games))
+            for _, _, _, game_type, rating, won, lost, tied, games in rows
+            if game_type is not None
+        )
+        return PlayerRow(user_id, name, created, ratings)
+
+    async def games_of_user(self, user_id: int, limit: int) -> list[ListedGame]:
         """The user's boards, the most recently moved first (ix_seats_user, then games by key)."""
         ids = select(Seat.game_id).where(Seat.user_id == user_id)
-        return await self._rows(
-            select(*Game.__table__.c).where(Game.id.in_(ids)).order_by(Game.last_move_at.desc(), Game.id.desc()).limit(limit)
+        return await self._listed(
+            select(*LISTED_COLUMNS).where(Game.id.in_(ids)).order_by(Game.last_move_at.desc(), Game.id.desc()).limit(limit)
         )
 
-    async def _rows(self, stmt: Select[Any]) -> list[GameRow]:
-        """Games selected by ``stmt`` (all columns of games) with their seats: two column
+    async def _listed(self, stmt: Select[Any]) -> list[ListedGame]:
+        """Games selected by ``stmt`` (the LISTED_COLUMNS) with their seats: two column
         reads and no ORM objects, since a list page shows hundreds of boards."""
-        games = [row._mapping for row in (await self.s.execute(stmt)).all()]
+        games = (await self.s.execute(stmt)).all()
         if not games:
             return []
         seat_stmt = (
             select(Seat.game_id, Seat.seat, Seat.active, Seat.resign_pending, User.userid, User.public_comments)
             .join(User, User.id == Seat.user_id)
-            .where(Seat.game_id.in_([g["id"] for g in games]))
+            .where(Seat.game_id.in_([g[0] for g in games]))
             .order_by(Seat.game_id, Seat.seat)
         )
         seats: dict[int, list[SeatRow]] = {}
         for game_id, seat, active, pending, userid, public in (await self.s.execute(seat_stmt)).all():
             seats.setdefault(game_id, []).append(SeatRow(seat, userid, active, pending, public))
-        return [_row_of_mapping(g, seats.get(g["id"], [])) for g in games]
-
-    async def ratings_of_user(self, user_id: int) -> list[tuple[str, StandingRow]]:
-        stmt = select(Rating, User.userid).join(User, User.id == Rating.user_id).where(Rating.user_id == user_id)
         return [
-            (r.game_type, StandingRow(userid, r.rating, r.won, r.lost, r.tied, r.games))
-            for r, userid in (await self.s.execute(stmt.order_by(Rating.game_type))).all()
+            ListedGame(gid, game_type, number, status, ply, position, winner, result, last, tuple(seats.get(gid, ())))
+            for gid, game_type, number, status, ply, position, winner, result, last in games
         ]
 
     async def ratings_version(self) -> tuple[int, int, float]:
@@ -268,6 +304,12 @@ class Archive:
             .order_by(Rating.rating.desc(), User.userid)
         )
         return [StandingRow(*row) for row in (await self.s.execute(stmt)).all()]
+
+    async def history_ids_after(self, history_id: int, limit: int = 50_000) -> list[int]:
+        """Ids of finished games above ``history_id`` (the primary key alone): how the
+        rating replay learns, at the cost of a few integers, whether anything is new."""
+        stmt = select(FinishedGame.id).where(FinishedGame.id > history_id).order_by(FinishedGame.id).limit(limit)
+        return list((await self.s.execute(stmt)).scalars().all())
 
     async def finished_after(self, history_id: int, limit: int = 50_000) -> list[RatedResult]:
         """Finished games with a history id above ``history_id``, in id order: what the

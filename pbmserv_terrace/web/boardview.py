@@ -10,12 +10,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import lru_cache
 
 from ..gametypes import board_size, game_title
 from ..render import move_table
 from ..rules import Move, Position, format_tpn, parse_move, parse_tpn, render_board
 from ..rules.pieces import piece_text
-from ..store.archive import GameRow, MoveRow, SeatRow
+from ..store.archive import GameRow, ListedGame, MoveRow, SeatRow
 
 NOT_MOVES = ("Resign", "Forfeit")
 """plies that remove an army instead of moving a piece (service/boards.py RESIGN, FORFEIT)"""
@@ -93,7 +94,7 @@ def players(game: GameRow, ratings: dict[str, float]) -> list[PlayerLine]:
     return out
 
 
-def seat_for_army(game: GameRow, army: int) -> SeatRow | None:
+def seat_for_army(game: GameRow | ListedGame, army: int) -> SeatRow | None:
     return next((s for s in game.seats if s.seat == army), None)
 
 
@@ -125,12 +126,18 @@ def status_lines(game: GameRow, frame: Frame) -> list[str]:
     return lines
 
 
-def to_move(game: GameRow) -> str:
+@lru_cache(maxsize=8192)
+def army_to_move(position: str, game_type: str) -> int:
+    """The army to move in a stored position.  Cached: a list page asks it for every
+    active board it shows, and a position stays until its board's next move."""
+    return parse_tpn(position, board_size(game_type)).to_move
+
+
+def to_move(game: GameRow | ListedGame) -> str:
     """The userid to move, or the game's state when it is over."""
     if game.status != "active":
         return "finished" if game.status != "removed" else "removed"
-    pos = parse_tpn(game.position, board_size(game.game_type))
-    seat = seat_for_army(game, pos.to_move)
+    seat = seat_for_army(game, army_to_move(game.position, game.game_type))
     return seat.userid if seat else "?"
 
 

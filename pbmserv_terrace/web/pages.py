@@ -7,16 +7,18 @@ from __future__ import annotations
 from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
 
-from ..gametypes import GAME_TYPES, board_size, game_title
+from ..gametypes import DEFAULT_GAME_TYPE, GAME_TYPES, board_size, game_title
 from ..render import render
-from ..rules import render_board, start_position
-from ..store.archive import Archive, GameRow, MoveRow
+from ..rules import geometry, render_board, start_position
+from ..store.archive import Archive, GameRow, ListedGame, MoveRow
 from .boardview import latest_comment, move_rounds, players, replay, status_lines, to_move
 from .charts import rating_chart
 from .picture import inline_svg
 from .site import FINAL_MAX_AGE, LIVE_MAX_AGE, NotFound, cached, site_of
 
 FRONT_ACTIVE, FRONT_FINISHED, PLAYER_GAMES = 30, 20, 300
+PLAYER_PAGES_KEPT = 256
+"""rendered player pages kept (about 30 KB each for a player of a hundred games)"""
 HELP_TOPICS = (("General", "help_general.txt"), ("Commands", "help_commands.txt"), ("Rules", "help_terrace.txt"),
                ("Tutorial", "help_tutorial.txt"))  # fmt: skip
 
@@ -28,8 +30,8 @@ def game_type_of(request: Request) -> str:
     return game_type
 
 
-def board_url(game: GameRow | tuple[str, int], ply: int | None = None) -> str:
-    game_type, number = (game.game_type, game.board_number) if isinstance(game, GameRow) else game
+def board_url(game: GameRow | ListedGame | tuple[str, int], ply: int | None = None) -> str:
+    game_type, number = game if isinstance(game, tuple) else (game.game_type, game.board_number)
     return f"/boards/{game_type}/{number}" + ("" if ply is None else f"?ply={ply}")
 
 
@@ -71,10 +73,20 @@ async def home(request: Request) -> Response:
     return cached(request, site.render("home.html", types=types, board_url=board_url), key="home")
 
 
+def height_map(n: int) -> str:
+    """The squares' heights as a small table, ranks from the top (RULES.md §1), as the
+    mailed help shows it (``service/accounts.py`` height_map, which the web may not import)."""
+    geo = geometry(n)
+    rows = [f"  {y + 1} | " + " ".join(str(geo.height[y * n + x]) for x in range(n)) for y in reversed(range(n))]
+    return "\n".join([*rows, "      " + " ".join("abcdefgh"[:n])])
+
+
 async def help_page(request: Request) -> Response:
     site = site_of(request)
-    values = {"server_name": site.server_name, "address": "the server's address", "title": "Terrace", "n": 8,
-              "board": render_board(start_position("long", 8))}  # fmt: skip
+    kind = GAME_TYPES[DEFAULT_GAME_TYPE]
+    values = {"server_name": site.server_name, "address": "the server's address", "title": kind.title,
+              "n": kind.board_size, "board": render_board(start_position("long", kind.board_size)),
+              "heights": height_map(kind.board_size)}  # fmt: skip
     sections = [(name, render(template, **values)) for name, template in HELP_TOPICS]
     return cached(request, site.render("help.html", sections=sections), key="help", max_age=FINAL_MAX_AGE)
 
@@ -139,7 +151,7 @@ async def board(request: Request) -> Response:
     return cached(request, html, key=f"{game.game_type}-{game.board_number}-{ply}", max_age=max_age)
 
 
-def outcome_for(game: GameRow, userid: str) -> str:
+def outcome_for(game: GameRow | ListedGame, userid: str) -> str:
     if game.status == "active":
         return "your turn" if to_move(game) == userid else "playing"
     if game.status == "draw":
@@ -151,28 +163,46 @@ def outcome_for(game: GameRow, userid: str) -> str:
 
 
 async def player(request: Request) -> Response:
+    """A player's ratings with their charts and their games.  Two statements (the user with
+    their ratings; the games with their seats) and the replay's check for new results; the
+    page is rendered again only when what it shows changed (a game row, a rating, a chart
+    point), since rendering a hundred rows costs more than reading them."""
     site = site_of(request)
     wanted = str(request.path_params["userid"])
     async with site.db.reading() as session:
         archive = Archive(session)
-        user = await archive.user(wanted)
+        user = await archive.player(wanted)
         if user is None:
             raise NotFound(f"a player called '{wanted[:40]}'")
-        user_id, userid, created = user
-        games = await archive.games_of_user(user_id, PLAYER_GAMES)
-        ratings = await archive.ratings_of_user(user_id)
+        games = await archive.games_of_user(user.id, PLAYER_GAMES)
         await site.ratings.refresh(archive)
-    charts = [
-        (
-            game_type,
-            game_title(game_type),
-            row,
-            rating_chart(site.ratings.points(game_type, userid), f"{userid}'s {game_title(game_type)} rating"),
+    userid = user.userid
+    state = (user, tuple(games), tuple(site.ratings.count(game_type, userid) for game_type, _ in user.ratings))
+    kept = site.player_pages.get(userid)
+    if kept is not None and kept[0] == state:
+        html = kept[1]
+    else:
+        charts = [
+            (
+                game_type,
+                game_title(game_type),
+                row,
+                rating_chart(site.ratings.points(game_type, userid), f"{userid}'s {game_title(game_type)} rating"),
+            )
+            for game_type, row in user.ratings
+        ]
+        rows = [(g, outcome_for(g, userid)) for g in games]
+        html = site.render(
+            "player.html",
+            userid=userid,
+            created=user.created_at,
+            charts=charts,
+            rows=rows,
+            board_url=board_url,
+            limit=PLAYER_GAMES,
         )
-        for game_type, row in ratings
-    ]
-    rows = [(g, outcome_for(g, userid)) for g in games]
-    html = site.render(
-        "player.html", userid=userid, created=created, charts=charts, rows=rows, board_url=board_url, limit=PLAYER_GAMES
-    )
+        site.player_pages.pop(userid, None)
+        site.player_pages[userid] = (state, html)
+        while len(site.player_pages) > PLAYER_PAGES_KEPT:
+            site.player_pages.pop(next(iter(site.player_pages)))  # the least recently rendered
     return cached(request, html, key=f"player-{userid}")

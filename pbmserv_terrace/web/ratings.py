@@ -20,6 +20,8 @@ from ..store.archive import Archive, RatedResult
 
 LATE_WINDOW = 64
 """history ids below the highest seen that are read again (late commits)"""
+BATCH = 50_000
+"""history rows read at once (the first request replays them all)"""
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,15 +65,24 @@ class RatingHistory:
             state.points[player].append(Point(row.finished_at, after, row.board_number))
 
     async def refresh(self, archive: Archive) -> None:
-        """Apply the history rows not seen yet (one indexed range read when up to date)."""
+        """Apply the history rows not seen yet (when up to date: one read of a few ids)."""
         async with self._lock:
             while True:
-                rows = await archive.finished_after(max(0, self._high - LATE_WINDOW))
-                fresh = [r for r in rows if r.history_id not in self._applied]
-                for row in fresh:
-                    self.apply(row)
-                if len(rows) < 50_000:
+                # ids first (index only): on most requests nothing is new and no game row is read
+                ids = await archive.history_ids_after(max(0, self._high - LATE_WINDOW))
+                fresh = [i for i in ids if i not in self._applied]
+                if not fresh:
                     return
+                rows = await archive.finished_after(fresh[0] - 1, BATCH)
+                for row in rows:
+                    self.apply(row)
+                if len(rows) < BATCH:
+                    self._applied.update(fresh)  # an id without its game row is not read again
+                    return
+
+    def count(self, game_type: str, userid: str) -> int:
+        """How many points the chart of ``userid`` has (a cheap part of a page's cache key)."""
+        return len(self._types[game_type].points.get(userid, ()))
 
     def points(self, game_type: str, userid: str) -> list[Point]:
         return list(self._types[game_type].points.get(userid, ()))

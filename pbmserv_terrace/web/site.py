@@ -50,7 +50,7 @@ class Site:
         self.ratings = RatingHistory()
         self.standings: tuple[tuple[int, int, float], str] | None = None
         """the rendered standings page and the ratings version it shows"""
-        self.player_pages: dict[str, tuple[tuple[object, ...], str]] = {}
+        self.player_pages: dict[str, tuple[object, str]] = {}
         """each player's rendered page and the state it shows (see pages.player)"""
 
     def base(self, request: Request) -> str:

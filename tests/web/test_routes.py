@@ -342,3 +342,50 @@ def test_standings_page_follows_rating_changes(site: Site) -> None:
     assert "2345" not in before
     first_row = after.split("<tbody>")[1].split("</tr>")[0]
     assert 'href="/players/erin"' in first_row and "2345" in first_row
+
+
+def test_player_page_follows_moves_and_ratings(site: Site) -> None:
+    """The player page is kept between requests (pages.player): a ply on one of the
+    player's boards and a rating change must each show on the next request."""
+    game_type, number = site.filled.boards["live"]
+    positions = site.filled.positions["live"]
+
+    def board_row(page: str) -> str:
+        return page.split(f'<a href="/boards/{game_type}/{number}">')[1].split("</tr>")[0]
+
+    async def scenario(client: httpx.AsyncClient) -> tuple[str, str, str, int]:
+        from pbmserv_terrace.rules import format_move, format_tpn
+
+        async with UnitOfWork(site.db) as uow:
+            game = await uow.games.get(game_type, number)
+            assert game is not None
+            pos = parse_tpn(positions[-1], 8)
+            userid = next(s.user.userid for s in game.seats if s.seat == pos.to_move)
+        before = (await client.get(f"/players/{userid}")).text
+        assert (await client.get(f"/players/{userid}")).text == before
+        move = pos.legal_moves()[0]
+        async with UnitOfWork(site.db) as uow:
+            game = await uow.games.get(game_type, number, lock=True)
+            assert game is not None
+            game.ply += 1
+            game.position = format_tpn(pos.play(move))
+            game.last_move_at = utcnow()
+            uow.moves.add(
+                MoveRecord(game_id=game.id, ply=game.ply, seat=pos.to_move, move=format_move(pos, move), auto=False,
+                           played_at=utcnow())
+            )  # fmt: skip
+            await uow.commit()
+        moved = (await client.get(f"/players/{userid}")).text
+        async with UnitOfWork(site.db) as uow:
+            user = await uow.users.get(userid)
+            assert user is not None
+            (row,) = await uow.ratings.for_update([user.id], game_type)
+            row.rating = 2468.0
+            await uow.commit()
+        rated = (await client.get(f"/players/{userid}")).text
+        return before, moved, rated, game.ply
+
+    before, moved, rated, ply = site.run(scenario)
+    assert f"<td>{ply - 1}</td><td>your turn</td>" in board_row(before)
+    assert f"<td>{ply}</td><td>playing</td>" in board_row(moved)
+    assert "2468" not in moved and ": 2468" in rated
