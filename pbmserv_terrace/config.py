@@ -260,29 +260,44 @@ def load_config(path: str | Path | None = None, environ: Mapping[str, str] | Non
             raise ConfigError(f"{p}: not valid TOML: {exc}") from None
         source = str(p)
     cfg = Config(source=source)
+    problems: list[str] = []  # every one is reported, not only the first
     for name, section in data.items():
         if name not in _SECTIONS:
-            raise ConfigError(f"[{name}]: unknown section; sections are {', '.join(_SECTIONS)}")
+            problems.append(f"[{name}]: unknown section; sections are {', '.join(_SECTIONS)}")
+            continue
         if not isinstance(section, dict):
-            raise ConfigError(f"{name}: must be a [section] table")
+            problems.append(f"{name}: must be a [section] table")
+            continue
         types = _types(_SECTIONS[name])
         target = getattr(cfg, name)
         for key, value in section.items():
             if key not in types:
-                raise ConfigError(f"{name}.{key}: unknown key; keys of [{name}] are {', '.join(types)}")
-            setattr(target, key, _coerce(f"{name}.{key}", value, types[key]))
+                problems.append(f"{name}.{key}: unknown key; keys of [{name}] are {', '.join(types)}")
+                continue
+            try:
+                setattr(target, key, _coerce(f"{name}.{key}", value, types[key]))
+            except ConfigError as exc:
+                problems.append(str(exc))
     for name, section_cls in _SECTIONS.items():
         target = getattr(cfg, name)
         for key, kind in _types(section_cls).items():
             for var in (f"PBMSERV_{name.upper()}_{key.upper()}", f"PBMSERV_{key.upper()}" if name == "server" else ""):
                 if var and var in env:
-                    setattr(target, key, _coerce(f"{var} ({name}.{key})", env[var], kind))
-    _read_secret_files(cfg)
-    _validate(cfg)
+                    try:
+                        setattr(target, key, _coerce(f"{var} ({name}.{key})", env[var], kind))
+                    except ConfigError as exc:
+                        problems.append(str(exc))
+    _read_secret_files(cfg, problems)
+    if not problems:  # the checks of values once every value could be read
+        _validate(cfg, problems)
+    if len(problems) == 1:
+        raise ConfigError(problems[0])
+    if problems:
+        raise ConfigError(f"{len(problems)} problems in {source}:\n" + "\n".join(f"  - {p}" for p in problems))
     return cfg
 
 
-def _read_secret_files(cfg: Config) -> None:
+def _read_secret_files(cfg: Config, problems: list[str]) -> None:
     for section, key in (("imap", "password"), ("smtp", "password"), ("server", "secret"), ("oauth2", "client_secret")):
         target = getattr(cfg, section)
         file_key = f"{key}_file"
@@ -291,7 +306,7 @@ def _read_secret_files(cfg: Config) -> None:
             try:
                 setattr(target, key, Path(path).read_text(encoding="utf-8").strip())
             except OSError as exc:
-                raise ConfigError(f"{section}.{file_key}: cannot read {path}: {exc.strerror}") from None
+                problems.append(f"{section}.{file_key}: cannot read {path}: {exc.strerror}")
 
 
 def is_loopback(host: str) -> bool:
@@ -304,7 +319,7 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def _validate_mail(cfg: Config) -> None:
+def _validate_mail(cfg: Config, problems: list[str]) -> None:
     """TLS only switched off where nothing can listen in, a known auth method,
     and an OAuth2 client when one is asked for."""
     for section in ("imap", "smtp"):
@@ -312,76 +327,76 @@ def _validate_mail(cfg: Config) -> None:
         if not target.host:
             continue
         if target.tls == "none" and not is_loopback(target.host) and not target.allow_plaintext:
-            raise ConfigError(
+            problems.append(
                 f"{section}.tls: 'none' sends the password in clear to {target.host}; use ssl or starttls, "
                 f"or set {section}.allow_plaintext = true if the network to it is trusted"
             )
         if target.auth not in ("password", "oauth2"):
-            raise ConfigError(f"{section}.auth: must be password or oauth2, not {target.auth!r}")
+            problems.append(f"{section}.auth: must be password or oauth2, not {target.auth!r}")
         if target.auth == "oauth2" and not target.user:
-            raise ConfigError(f"{section}.user: required with {section}.auth = 'oauth2' (the account's address)")
+            problems.append(f"{section}.user: required with {section}.auth = 'oauth2' (the account's address)")
     if cfg.smtp.max_per_minute < 0:
-        raise ConfigError("smtp.max_per_minute: must be 0 (no limit) or more")
+        problems.append("smtp.max_per_minute: must be 0 (no limit) or more")
     if cfg.uses_oauth2:
         for key in ("token_url", "client_id", "refresh_token_file"):
             if not getattr(cfg.oauth2, key):
-                raise ConfigError(f"oauth2.{key}: required when imap.auth or smtp.auth is 'oauth2'")
+                problems.append(f"oauth2.{key}: required when imap.auth or smtp.auth is 'oauth2'")
     if cfg.oauth2.refresh_margin < 0:
-        raise ConfigError("oauth2.refresh_margin: must be 0 or more seconds")
+        problems.append("oauth2.refresh_margin: must be 0 or more seconds")
 
 
-def _validate(cfg: Config) -> None:
+def _validate(cfg: Config, problems: list[str]) -> None:
     if "@" not in cfg.server.address or any(c in cfg.server.address for c in " \r\n<>"):
-        raise ConfigError(f"server.address: {cfg.server.address!r} is not a mail address")
+        problems.append(f"server.address: {cfg.server.address!r} is not a mail address")
     try:
         cfg.server.database_url = normalise_url(cfg.server.database_url)
     except Exception as exc:
-        raise ConfigError(f"server.database_url: {exc}") from None
+        problems.append(f"server.database_url: {exc}")
     for key in ("poll_interval", "scheduler_interval"):
         if getattr(cfg.server, key) <= 0:
-            raise ConfigError(f"server.{key}: must be more than 0 seconds")
+            problems.append(f"server.{key}: must be more than 0 seconds")
     if not 1 <= cfg.smtp.connections <= 32:
-        raise ConfigError("smtp.connections: must be between 1 and 32")
+        problems.append("smtp.connections: must be between 1 and 32")
     if not 1 <= cfg.server.concurrency <= 64:
-        raise ConfigError("server.concurrency: must be between 1 and 64")
+        problems.append("server.concurrency: must be between 1 and 64")
     if cfg.server.rate_limit_per_minute < 1:
-        raise ConfigError("server.rate_limit_per_minute: must be at least 1")
+        problems.append("server.rate_limit_per_minute: must be at least 1")
     for section, defaults in (
         ("imap", {"ssl": 993, "starttls": 143, "none": 143}),
         ("smtp", {"ssl": 465, "starttls": 587, "none": 25}),
     ):
         target = getattr(cfg, section)
         if target.tls not in defaults:
-            raise ConfigError(f"{section}.tls: must be ssl, starttls or none, not {target.tls!r}")
+            problems.append(f"{section}.tls: must be ssl, starttls or none, not {target.tls!r}")
         if target.host:
             if not target.port:
                 target.port = defaults[target.tls]
             if section == "imap" and not target.user:
-                raise ConfigError("imap.user: required when imap.host is set")
+                problems.append("imap.user: required when imap.host is set")
         if not 0 <= target.port <= 65535:
-            raise ConfigError(f"{section}.port: {target.port} is not a port number")
+            problems.append(f"{section}.port: {target.port} is not a port number")
     if cfg.uses_imap and not cfg.uses_smtp:
-        raise ConfigError("smtp.host: set both imap.host and smtp.host for real mail, or neither for the embedded default")
+        problems.append("smtp.host: set both imap.host and smtp.host for real mail, or neither for the embedded default")
     # smtp without imap is pipe mode: mail arrives through `handle`, replies leave over SMTP
     for section in ("imap", "smtp"):
         ca = getattr(cfg, section).ca_file
         if ca and not Path(ca).is_file():
-            raise ConfigError(f"{section}.ca_file: {ca} is not a file")
-    _validate_mail(cfg)
+            problems.append(f"{section}.ca_file: {ca} is not a file")
+    _validate_mail(cfg, problems)
     if not 0 <= cfg.imap.linger <= 60:
-        raise ConfigError("imap.linger: must be between 0 and 60 seconds")
+        problems.append("imap.linger: must be between 0 and 60 seconds")
     if cfg.imap.fast_poll < 0:
-        raise ConfigError("imap.fast_poll: must be 0 (use IDLE) or a number of seconds")
+        problems.append("imap.fast_poll: must be 0 (use IDLE) or a number of seconds")
     if not 0 < cfg.embedded.listen_port <= 65535:
-        raise ConfigError(f"embedded.listen_port: {cfg.embedded.listen_port} is not a port number")
+        problems.append(f"embedded.listen_port: {cfg.embedded.listen_port} is not a port number")
     if cfg.timers.nagtime <= 0 or cfg.timers.forfeittime <= 0:
-        raise ConfigError("timers.nagtime/forfeittime: must be more than 0 days")
+        problems.append("timers.nagtime/forfeittime: must be more than 0 days")
     if cfg.timers.forfeittime < cfg.timers.nagtime:
-        raise ConfigError("timers.forfeittime: must not be shorter than timers.nagtime")
-    _validate_web(cfg)
+        problems.append("timers.forfeittime: must not be shorter than timers.nagtime")
+    _validate_web(cfg, problems)
 
 
-def _validate_web(cfg: Config) -> None:
+def _validate_web(cfg: Config, problems: list[str]) -> None:
     """``web.listen`` resolved (unset: on in the embedded default, off with real mail) and
     checked; ``web.public_url`` an http(s) address without a trailing slash."""
     web = cfg.web
@@ -394,7 +409,7 @@ def _validate_web(cfg: Config) -> None:
         try:
             parse_listen(web.listen)
         except ValueError:
-            raise ConfigError(f"web.listen: {web.listen!r} is not host:port (e.g. {DEFAULT_WEB_LISTEN}) or off") from None
+            problems.append(f"web.listen: {web.listen!r} is not host:port (e.g. {DEFAULT_WEB_LISTEN}) or off")
     web.public_url = web.public_url.strip().rstrip("/")
     if web.public_url and not (web.public_url.startswith(("http://", "https://")) and web.public_url.split("://", 1)[1]):
-        raise ConfigError(f"web.public_url: {web.public_url!r} is not an http:// or https:// address")
+        problems.append(f"web.public_url: {web.public_url!r} is not an http:// or https:// address")

@@ -70,3 +70,17 @@ def test_invalid_configs_name_the_key(tmp_path, text, env, message):
 def test_missing_file_is_an_error(tmp_path):
     with pytest.raises(ConfigError, match="does not exist"):
         load_config(tmp_path / "none.toml", {})
+
+
+def test_every_problem_of_a_config_is_reported_not_only_the_first(tmp_path):
+    path = write(tmp_path, '[server]\naddress = "bad"\nconcurrency = 0\nbogus = 1\n[imap]\nport = "x"\n[nonsense]\n')
+    with pytest.raises(ConfigError) as caught:
+        load_config(path, {})
+    text = str(caught.value)
+    assert text.startswith("3 problems in")
+    assert "server.bogus: unknown key" in text and "imap.port: expected int" in text and "[nonsense]: unknown section" in text
+    path = write(tmp_path, '[server]\naddress = "bad"\nconcurrency = 0\n')
+    with pytest.raises(ConfigError) as caught:
+        load_config(path, {})
+    assert "server.address: 'bad' is not a mail address" in str(caught.value)
+    assert "server.concurrency: must be between 1 and 64" in str(caught.value)

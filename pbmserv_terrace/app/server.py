@@ -13,6 +13,7 @@ import contextlib
 import functools
 import logging
 import time
+from collections.abc import Callable
 
 from sqlalchemy.exc import InterfaceError, OperationalError
 
@@ -198,16 +199,28 @@ class Server:
                 await asyncio.wait_for(self.stopping.wait(), timeout=self.config.server.scheduler_interval)
 
     # ----------------------------------------------------------------- running
-    async def run(self) -> None:
+    async def run(self, started: Callable[[], object] | None = None) -> None:
+        """Serve until :meth:`stop`.  ``started`` is called once every listener is up
+        (the CLI writes its pid file then).  A port already in use raises OSError
+        before anything else is left running."""
         cfg = self.config
         await self.db.migrate()
-        tasks = [asyncio.create_task(self.outbound_loop(), name="outbound"),
-                 asyncio.create_task(self.scheduler_loop(), name="scheduler"),
-                 asyncio.create_task(self.robots.run(self.stopping), name="robots")]  # fmt: skip
         if cfg.server.health_port:
             self._health = HealthEndpoint(self.db, self.metrics, "imap" if cfg.uses_imap else "embedded-smtp")
             await self._health.start("127.0.0.1", cfg.server.health_port)
             log.info("health endpoint on http://127.0.0.1:%d/healthz and /metrics", cfg.server.health_port)
+        if not cfg.uses_imap:
+            self.embedded = EmbeddedInbound(cfg.embedded.listen_host, cfg.embedded.listen_port, self._embedded_handle)
+            try:
+                await self.embedded.start()
+            except OSError:
+                if self._health is not None:
+                    self._health.close()
+                await self.db.close()
+                raise
+        tasks = [asyncio.create_task(self.outbound_loop(), name="outbound"),
+                 asyncio.create_task(self.scheduler_loop(), name="scheduler"),
+                 asyncio.create_task(self.robots.run(self.stopping), name="robots")]  # fmt: skip
         web = "off"
         if cfg.web.enabled:
             # the read-only archive beside the mail loop; a port in use costs the web, not the mail
@@ -234,9 +247,7 @@ class Server:
             tasks.append(asyncio.create_task(imap.run(), name="imap"))
             log.info("reading mail for %s from IMAP %s:%d (%s); sending over SMTP %s:%d",
                      cfg.server.address, cfg.imap.host, cfg.imap.port, cfg.imap.tls, cfg.smtp.host, cfg.smtp.port)  # fmt: skip
-        else:
-            self.embedded = EmbeddedInbound(cfg.embedded.listen_host, cfg.embedded.listen_port, self._embedded_handle)
-            await self.embedded.start()
+        elif self.embedded is not None:
             self.set_inbound_connected(True)
             log.info(
                 "embedded default: mail to %s is taken on %s:%d (pbmserv-terrace send), replies go to ./%s/<address>/ "
@@ -245,6 +256,8 @@ class Server:
                 cfg.server.address, cfg.embedded.listen_host, self.embedded.port, cfg.embedded.maildir_root,
                 self.db.engine.url.render_as_string(hide_password=True), web,
             )  # fmt: skip
+        if started is not None:
+            started()
         await self.stopping.wait()
         log.info("stopping: finishing the mail in hand")
         if self.embedded is not None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import errno
 import json
 import mailbox
 import signal
@@ -19,8 +20,10 @@ from ..config import Config, SmtpConfig
 from ..gametypes import GAME_TYPES
 from ..mail.delivery import MaildirDelivery, PermanentFailure, SmtpDelivery
 from ..mail.imap import connect
-from ..store import Database, UnitOfWork
+from ..store import Database
+from ..store.repos import Games, Outbox
 from .common import CliError, config_from_args
+from .pidfile import PID_FILE, remove_pid, running_pid, write_pid
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -31,10 +34,30 @@ def cmd_serve(args: argparse.Namespace) -> int:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, server.stop)
-        await server.run()
+        await server.run(started=write_pid)
 
-    asyncio.run(run())
+    try:
+        asyncio.run(run())
+    except OSError as exc:
+        if exc.errno != errno.EADDRINUSE:
+            raise
+        holder = running_pid()
+        who = f"pbmserv-terrace serve (pid {holder}, see ./{PID_FILE})" if holder else "another program"
+        raise CliError(
+            f"cannot listen: {exc.strerror} ({address_of(exc)}), held by {who}; stop it or choose another port"
+        ) from None
+    finally:
+        remove_pid()
     return 0
+
+
+def address_of(exc: OSError) -> str:
+    """The host:port of an 'address in use' error (asyncio puts it in the message)."""
+    text = str(exc)
+    if "(" in text and ")" in text:
+        inner = text[text.index("(") + 1 : text.index(")")].replace("'", "").replace(" ", "")
+        return inner.replace(",", ":", 1)
+    return text
 
 
 def cmd_send(args: argparse.Namespace) -> int:
@@ -170,27 +193,38 @@ async def _check_connections(cfg: Config, offline: bool) -> list[str]:
 def cmd_status(args: argparse.Namespace) -> int:
     """The health of a server: its /healthz when configured, and the database's view."""
     cfg = config_from_args(args)
+    running = True
     if cfg.server.health_port:
         try:
             with urllib.request.urlopen(f"http://127.0.0.1:{cfg.server.health_port}/healthz", timeout=5) as resp:
-                print("serve: " + json.dumps(json.loads(resp.read())))
+                info = json.loads(resp.read())
+            mails = ", ".join(f"{n} {what}" for what, n in sorted(info.get("mails", {}).items())) or "none yet"
+            print(f"serve: running, answering on 127.0.0.1:{cfg.server.health_port}; {info['pending_replies']} replies "
+                  f"waiting; mails handled: {mails}; inbound {info['inbound']}")  # fmt: skip
         except OSError as exc:
-            print(f"serve: not answering on 127.0.0.1:{cfg.server.health_port} ({exc})")
-            return 1
+            print(f"serve: not running (nothing answers on 127.0.0.1:{cfg.server.health_port}: {exc})")
+            running = False
+    else:
+        pid = running_pid()
+        print(f"serve: running (pid {pid}, ./{PID_FILE})" if pid else f"serve: not running (no live pid in ./{PID_FILE})")
+        running = pid is not None
 
     async def db_view() -> str:
         db = Database(cfg.server.database_url)
         try:
-            async with UnitOfWork(db) as uow:
-                pending = await uow.outbox.pending_count()
-                failed = len(await uow.outbox.by_state("failed"))
-                active = {t: await uow.games.count_active(t) for t in GAME_TYPES}
-            return f"database: {pending} replies pending, {failed} failed; active boards {active}"
+            if "outbox" not in await db.table_names():
+                return f"database {db.engine.url.render_as_string(hide_password=True)}: empty (serve or migrate creates the schema)"
+            async with db.reading() as session:
+                uow_outbox, uow_games = Outbox(session), Games(session)
+                pending = await uow_outbox.pending_count()
+                failed = len(await uow_outbox.by_state("failed"))
+                active = [f"{await uow_games.count_active(t)} {GAME_TYPES[t].title}" for t in GAME_TYPES]
+            return f"database: {pending} replies pending, {failed} failed; active boards: {', '.join(active)}"
         finally:
             await db.close()
 
     print(asyncio.run(db_view()))
-    return 0
+    return 0 if running else 3
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

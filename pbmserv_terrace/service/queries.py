@@ -291,9 +291,9 @@ async def preview(ctx: Ctx, cmd: Command) -> None:
             mv = parse_move(pos, text)
         except NotationError as exc:
             ply = len(history) + len(played)
-            who = names[army - 1] if army <= len(names) else f"army {army}"
+            mover = names[army - 1] if army <= len(names) else f"army {army}"
             raise CommandError(
-                f"{exc} (after ply {ply} it is {who}'s turn: army {army}, {army_letters(army)})", game_type=game_type
+                f"{exc} (after ply {ply} it is {mover}'s turn: army {army}, {army_letters(army)})", game_type=game_type
             ) from None
         canonical = format_move(pos, mv)
         played.append((army, canonical))
