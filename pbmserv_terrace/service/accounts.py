@@ -5,9 +5,8 @@ from __future__ import annotations
 
 from ..commands import Command
 from ..gametypes import GAME_TYPES
-from ..render import render
+from ..render import height_map, render
 from ..rules import (
-    geometry,
     render_board,
     start_position,
 )
@@ -122,14 +121,6 @@ async def delete(ctx: Ctx, cmd: Command) -> None:
 HELP_TOPICS = {"": "help_general.txt", "commands": "help_commands.txt", "reply": "help_reply.txt", "board": "help_board.txt",
                "heights": "help_board.txt", "terrace": "help_terrace.txt", "tutorial": "help_tutorial.txt",
                "terrace6x6": "help_terrace.txt", "rules": "help_terrace.txt"}  # fmt: skip
-
-
-def height_map(n: int) -> str:
-    """The squares' heights as a small table, ranks from the top (RULES.md §1)."""
-    geo = geometry(n)
-    files = "abcdefgh"[:n]
-    rows = [f"  {y + 1} | " + " ".join(str(geo.height[y * n + x]) for x in range(n)) for y in reversed(range(n))]
-    return "\n".join([*rows, "      " + " ".join(files)])
 
 
 def help_values(ctx: Ctx, game_type: str) -> dict[str, object]:

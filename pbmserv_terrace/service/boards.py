@@ -242,6 +242,7 @@ async def mail_game(
     game has ended), one body for all."""
     view = await game_view(ctx, game, notes=notes)
     body = render(template, game=view, headline=headline, comment=comment, example=example_move(position(game)))
+    body += web_line(ctx, game)
     picture = BoardPicture(view, headline, comment)
     users: list[User] = [s.user for s in game.seats]
     users += await ctx.subscribers(game.id)
@@ -249,6 +250,12 @@ async def mail_game(
         users += await ctx.uow.watchers.notifiers(game.id)
         users += await ctx.uow.users.notify_all_users()
     await send_board(ctx, game, users, subject_for(game, new=new, comment=bool(comment and comment.text)), body, picture)
+
+
+def web_line(ctx: Ctx, game: Game) -> str:
+    """The board's page in the web archive, when the server has a public address."""
+    url = ctx.config.web.public_url
+    return f"\nThis board on the web: {url}/boards/{game.game_type}/{game.board_number}\n" if url else ""
 
 
 def example_move(pos: Position) -> str:

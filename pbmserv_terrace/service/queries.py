@@ -27,6 +27,7 @@ from .boards import (
     reply_hint,
     seat_of,
     to_move_name,
+    web_line,
 )
 from .context import CommandError, Ctx
 from .spec import command
@@ -70,6 +71,7 @@ async def _reply_summaries(ctx: Ctx, game_type: str | None, games: list[tuple[Ga
     game = games[0][0]
     ctx.reply(f"{game_title(game.game_type)} Board {game.board_number} {to_move_name(game)}", "summary.txt", games=views)
     mail = ctx.out[-1]
+    mail.body += web_line(ctx, game)
     sender = ctx.sender.lower()
     seat = next((s for s in game.seats if sender in {a.lower() for a in s.user.addresses}), None)
     hint = ""

@@ -8,8 +8,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
 
 from ..gametypes import DEFAULT_GAME_TYPE, GAME_TYPES, board_size, game_title
-from ..render import render
-from ..rules import geometry, render_board, start_position
+from ..render import height_map, render
+from ..rules import render_board, start_position
 from ..store.archive import Archive, GameRow, ListedGame, MoveRow
 from .boardview import latest_comment, move_rounds, players, replay, status_lines, to_move
 from .charts import rating_chart
@@ -71,14 +71,6 @@ async def home(request: Request) -> Response:
                 }
             )
     return cached(request, site.render("home.html", types=types, board_url=board_url), key="home")
-
-
-def height_map(n: int) -> str:
-    """The squares' heights as a small table, ranks from the top (RULES.md §1), as the
-    mailed help shows it (``service/accounts.py`` height_map, which the web may not import)."""
-    geo = geometry(n)
-    rows = [f"  {y + 1} | " + " ".join(str(geo.height[y * n + x]) for x in range(n)) for y in reversed(range(n))]
-    return "\n".join([*rows, "      " + " ".join("abcdefgh"[:n])])
 
 
 async def help_page(request: Request) -> Response:

@@ -130,3 +130,19 @@ def test_the_mail_as_a_browser_shows_it(h, tmp_path: Path):
                     seen_armies.add(army)
     assert len(seen_shades) >= 7, f"the picture is not on the screen ({len(seen_shades)} height shades seen)"
     assert seen_armies >= {1, 2, 3}, f"army colours seen: {seen_armies}"
+
+
+def test_board_mails_link_the_web_archive_when_it_has_a_public_address():
+    h = Harness()
+    try:
+        h.signup("ann", "ben")
+        plain = h.send("ann", "terrace challenge ann ben")
+        assert "on the web" not in plain[0].body
+        h.config.web.public_url = "https://terrace.club.test"
+        h.service.config = h.config
+        replies = h.move(101, "ann", "d2-e3")
+        for r in replies:
+            assert "This board on the web: https://terrace.club.test/boards/terrace/101" in r.body
+        assert "https://terrace.club.test/boards/terrace/101" in h.send("ben", "terrace show 101")[0].body
+    finally:
+        h.close()
