@@ -89,7 +89,11 @@ def play_against_robot(tmp: Path, robot: str, setup: str, game_type: str = "terr
                 newest = newest_text(tmp, "ann@home.test")
                 if status not in ("", "active") and "Game over" in newest:
                     return cli("inbox", "ann@home.test", "--last", "1", cwd=tmp, env=env).stdout, ply, status
-                if status == "active" and parse_tpn(tpn).to_move == 1 and f"It is ann's turn (army 1, t), ply {ply + 1}." in newest:
+                if (
+                    status == "active"
+                    and parse_tpn(tpn).to_move == 1
+                    and f"It is ann's turn (army 1, t), ply {ply + 1}." in newest
+                ):
                     break
                 assert time.time() < deadline, f"no answer at ply {ply}: {newest[:300]}"
                 time.sleep(0.05)
