@@ -292,8 +292,13 @@ async def restore(db: Database, args: argparse.Namespace) -> None:
             raise AdminError(f"{path} is not a pbmserv-terrace backup")
         await db.migrate(header["schema"])
         async with db.engine.begin() as conn:
-            if (await conn.execute(select(func.count()).select_from(User))).scalar_one():
+            people = select(func.count()).select_from(User)
+            if header["schema"] >= "0004":
+                people = people.where(User.robot_level.is_(None))  # the robots come with every schema
+            if (await conn.execute(people)).scalar_one():
                 raise AdminError("the target database already has users; restore only into an empty database")
+            if header["schema"] >= "0004":
+                await conn.execute(text("DELETE FROM users"))  # the migration's robots: the backup has them
             # rows the migrations seed (board counters, the reply-key secret) come from the backup instead
             await conn.execute(text("DELETE FROM board_counters"))
             if "server_secrets" in Base.metadata.tables and header["schema"] >= "0003":
