@@ -56,7 +56,9 @@ async def run(directory: Path, pictures: bool, plies: int) -> tuple[float, Datab
     async def mail(sender: str, subject: str) -> None:
         nonlocal serial
         serial += 1
-        result = await service.handle_mail(InboundMail(sender=f"{sender}@bench.test", subject=subject, body="", message_id=f"<b{serial}@x>"))
+        result = await service.handle_mail(
+            InboundMail(sender=f"{sender}@bench.test", subject=subject, body="", message_id=f"<b{serial}@x>")
+        )
         assert result.status == "ok", result
 
     for g in range(GAMES * 2):
@@ -92,7 +94,9 @@ async def main_async(plies: int) -> None:
         sizes = [len(to_email(r, service.config).as_bytes()) for r in rows[-20:]]
         print(f"sending, per mail with a picture ({len(rows)} mails, the PNG drawn once per position): "
               f"median {statistics.median(times):.2f} ms, mean {statistics.mean(times):.2f} ms")  # fmt: skip
-        print(f"mail size with picture: median {statistics.median(sizes) / 1000:.1f} kB, max {max(sizes) / 1000:.1f} kB (limit 60 kB)")
+        print(
+            f"mail size with picture: median {statistics.median(sizes) / 1000:.1f} kB, max {max(sizes) / 1000:.1f} kB (limit 60 kB)"
+        )
         await db_off.close()
         await db_on.close()
 

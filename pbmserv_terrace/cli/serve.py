@@ -213,7 +213,9 @@ def cmd_status(args: argparse.Namespace) -> int:
         db = Database(cfg.server.database_url)
         try:
             if "outbox" not in await db.table_names():
-                return f"database {db.engine.url.render_as_string(hide_password=True)}: empty (serve or migrate creates the schema)"
+                return (
+                    f"database {db.engine.url.render_as_string(hide_password=True)}: empty (serve or migrate creates the schema)"
+                )
             async with db.reading() as session:
                 uow_outbox, uow_games = Outbox(session), Games(session)
                 pending = await uow_outbox.pending_count()

@@ -58,9 +58,11 @@ def _tpn6(h: Harness) -> str:
 def test_3_hints_name_the_game_type(h):
     h.send("ann", "terrace6x6 challenge ann ben -long")
     pos = parse_tpn(_tpn6(h))
-    for k in range(14):  # more rounds than a routine mail lists
+    for _ in range(14):  # more rounds than a routine mail lists
         move = pos.legal_moves()[0]
-        last = h.move(101, "ann" if pos.to_move == 1 else "ben", f"{pos.geo.name(move.frm)}-{pos.geo.name(move.to)}", game="terrace6x6")
+        last = h.move(
+            101, "ann" if pos.to_move == 1 else "ben", f"{pos.geo.name(move.frm)}-{pos.geo.name(move.to)}", game="terrace6x6"
+        )
         pos = parse_tpn(_tpn6(h))
         if pos.outcome() is not None:
             break

@@ -58,7 +58,11 @@ def test_board_mails_are_text_then_html_with_the_picture(h):
     image = Image.open(io.BytesIO(png_of(ann)))
     assert image.format == "PNG" and image.width >= 560 and len(png_of(ann)) <= 25_000
     # errors, help and tables stay plain text
-    for mail in (h.send("ben", "terrace move 101 ben pw-ben d7-d6")[0], h.send("ben", "help")[0], h.send("ben", "terrace games")[0]):
+    for mail in (
+        h.send("ben", "terrace move 101 ben pw-ben d7-d6")[0],
+        h.send("ben", "help")[0],
+        h.send("ben", "terrace games")[0],
+    ):
         assert tree(mail) == ["text/plain"]
 
 
