@@ -125,6 +125,13 @@ class Harness:
         return self.send(user, f"{game} move {board} {user} pw-{user} {move}", body)
 
 
+def mine(replies: list[Reply], user: str) -> Reply:
+    """The one reply that went to ``user``."""
+    found = [r for r in replies if r.to.startswith(user + "@")]
+    assert len(found) == 1, [r.to for r in replies]
+    return found[0]
+
+
 def to(replies: list[Reply]) -> list[str]:
     return sorted(r.to for r in replies)
 

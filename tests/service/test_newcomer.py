@@ -9,7 +9,7 @@ import pytest
 
 from pbmserv_terrace.rules import parse_tpn
 
-from .harness import Harness, Reply
+from .harness import Harness, mine
 from .test_reply_keys import board_tpn
 
 
@@ -19,10 +19,6 @@ def h():
     harness.signup("ann", "ben", "cat", "dan")
     yield harness
     harness.close()
-
-
-def mine(replies: list[Reply], user: str) -> Reply:
-    return next(r for r in replies if r.to.startswith(user + "@"))
 
 
 def test_1_a_challenge_comment_is_signed_with_the_userid_and_no_address_leaks(h):

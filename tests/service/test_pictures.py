@@ -16,7 +16,7 @@ from PIL import Image
 from pbmserv_terrace.render.picture import ARMY_FILL, height_shades
 from pbmserv_terrace.rules import parse_tpn
 
-from .harness import Harness, Reply
+from .harness import Harness, Reply, mine
 
 
 @pytest.fixture
@@ -25,10 +25,6 @@ def h():
     harness.signup("ann", "ben", "cat")
     yield harness
     harness.close()
-
-
-def mine(replies: list[Reply], user: str) -> Reply:
-    return next(r for r in replies if r.to.startswith(user + "@"))
 
 
 def tree(reply: Reply) -> list[str]:

@@ -12,7 +12,7 @@ import pytest
 from pbmserv_terrace.rules import parse_tpn
 from pbmserv_terrace.service.replykeys import KEY_LENGTH, decode_key, key_in_address, make_key, verify_key
 
-from .harness import SERVER, Harness, Reply, answer, raw_mail
+from .harness import SERVER, Harness, Reply, answer, mine, raw_mail
 
 
 @pytest.fixture
@@ -21,12 +21,6 @@ def h():
     harness.signup("ann", "ben", "cat")
     yield harness
     harness.close()
-
-
-def mine(replies: list[Reply], user: str) -> Reply:
-    found = [r for r in replies if r.to.startswith(user + "@")]
-    assert len(found) == 1, [r.to for r in replies]
-    return found[0]
 
 
 def key_of(reply: Reply) -> str:
