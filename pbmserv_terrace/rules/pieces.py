@@ -41,8 +41,3 @@ def piece_from_text(letter: str, primed: bool) -> int:
         raise ValueError(f"{letter!r} is not a piece letter (T, A, B, C or D)")
     army = (2 if letter.isupper() else 1) + (2 if primed else 0)
     return make_piece(army, KINDS.index(upper))
-
-
-def army_name(army: int) -> str:
-    """Words for an army in messages: the letters it plays with."""
-    return {1: "army 1 (t a b c d)", 2: "army 2 (T A B C D)", 3: "army 3 (t' a' b' c' d')", 4: "army 4 (T' A' B' C' D')"}[army]
