@@ -20,6 +20,7 @@ import os
 import pwd
 import shutil
 import smtplib
+import socket
 import ssl
 import subprocess
 import tempfile
@@ -100,7 +101,15 @@ service stats {{
 protocol imap {{
   imap_idle_notify_interval = 1 secs
 {imap_capability}}}
-{extra}"""
+{auth_service}{extra}"""
+
+AUTH_SERVICE = """service auth {{
+  inet_listener auth-mta {{
+    address = 127.0.0.1
+    port = {port}
+  }}
+}}
+"""
 
 OAUTH2_PASSDB = """passdb {{
   driver = oauth2
@@ -129,6 +138,7 @@ class DovecotServer:
         capabilities: str = "",
         oauth2_url: str = "",
         extra: str = "",
+        auth_listener: bool = False,
     ) -> None:
         """With ``tls`` a certificate for ``cert_names`` (default 127.0.0.1 and
         localhost) is issued by ``ca`` (default: a new test CA; its PEM is
@@ -136,12 +146,16 @@ class DovecotServer:
         ``capabilities`` replaces the IMAP capability list after login (a server
         without MOVE or IDLE); ``oauth2_url`` adds an ``oauth2`` passdb that asks that
         token server (:mod:`.tokens`) to introspect XOAUTH2/OAUTHBEARER tokens;
-        ``extra`` is appended to the config (e.g. an auth listener for Postfix)."""
+        ``extra`` is appended to the config; ``auth_listener`` opens Dovecot's auth
+        service on ``auth_port`` (127.0.0.1) for an MTA's SASL (Postfix
+        ``smtpd_sasl_type = dovecot``, ``smtpd_sasl_path = inet:127.0.0.1:PORT``)."""
         self.users = dict(users)
         self.tls = tls
         self.ca = ca
         self.cert_names = cert_names or ["IP:127.0.0.1", "DNS:localhost"]
         self.capabilities, self.oauth2_url, self.extra = capabilities, oauth2_url, extra
+        self.auth_listener = auth_listener
+        self.auth_port = 0
         self.ca_file = ""
         self.imaps_port = 0
         self.base: Path | None = None
@@ -167,6 +181,10 @@ class DovecotServer:
             if os.geteuid() == 0:
                 os.chown(self.base / sub, uid, gid)
         self.imap_port, self.lmtp_port = free_port(), free_port()
+        auth_service = ""
+        if self.auth_listener:
+            self.auth_port = free_port()
+            auth_service = AUTH_SERVICE.format(port=self.auth_port)
         ssl_conf = "ssl = no"
         if self.tls:
             self.imaps_port = free_port()
@@ -188,7 +206,7 @@ class DovecotServer:
                                     imaps_port=self.imaps_port, ssl=ssl_conf, oauth2_passdb=oauth2_passdb,
                                     mechanisms=" xoauth2 oauthbearer" if self.oauth2_url else "",
                                     imap_capability=f"  imap_capability = {self.capabilities}\n" if self.capabilities else "",
-                                    extra=self.extra))  # fmt: skip
+                                    auth_service=auth_service, extra=self.extra))  # fmt: skip
         self.proc = subprocess.Popen([binary, "-F", "-c", str(conf)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         deadline = time.time() + 20
         while time.time() < deadline:
@@ -200,6 +218,8 @@ class DovecotServer:
                     probe.noop()
                 with smtplib.LMTP("127.0.0.1", self.lmtp_port, timeout=2) as probe:
                     probe.noop()
+                if self.auth_port:
+                    socket.create_connection(("127.0.0.1", self.auth_port), timeout=2).close()
                 return self
             except OSError:
                 time.sleep(0.1)

@@ -1,0 +1,361 @@
+"""The whole loop with a real MTA (issue 20 item 4): players send to Postfix's smtpd
+(as to port 25); Postfix delivers to Dovecot over LMTP (``pbmserv+KEY@`` into the
+server's INBOX through ``recipient_delimiter``); ``serve`` reads the INBOX over IMAP
+and sends its replies through Postfix's submission port with SASL (Dovecot's auth
+service); the replies land in the players' Dovecot INBOXes.
+
+One run, three phases: a scripted game of 14 plies (subject commands and reply-key
+replies), Postfix stopped for 20 s while replies are due, and a 60-mail burst with
+``serve`` SIGKILLed 3 times.  Every reply the server queued (its outbox) arrives in
+its recipient's mailbox; Message-IDs are counted there.  The figures (mails,
+replies, latency from send to reply arrival) are printed, never asserted on time."""
+
+from __future__ import annotations
+
+import contextlib
+import email
+import imaplib
+import os
+import random
+import sqlite3
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterator
+from email.message import Message
+from email.utils import make_msgid, parseaddr
+from pathlib import Path
+from types import SimpleNamespace
+from typing import cast
+
+import pytest
+
+from pbmserv_terrace.rules import start_position
+from pbmserv_terrace.testing.dovecot import DovecotServer, LmtpRelay
+from pbmserv_terrace.testing.postfix import PostfixServer
+
+from ..service.policy import choose, text
+from . import test_reply_dovecot as reply_shapes
+from .conftest import PLAYERS, SERVER, ServeProcess, addr, body
+
+GAME_PLIES = 14
+REPLY_PLIES = {2, 3, 6, 7, 10, 11}
+"""plies made by pressing Reply on the last board mail (pbmserv+KEY@); the others by subject"""
+BURST = 60
+KILLS = 3
+OUTAGE = 20.0
+
+
+@pytest.fixture
+def dovecot() -> Iterator[DovecotServer]:
+    users = {SERVER: "server-secret", **{addr(p): f"imap-{p}" for p in PLAYERS}}
+    with DovecotServer(users, auth_listener=True) as d:
+        yield d
+
+
+@pytest.fixture
+def postfix(dovecot: DovecotServer) -> Iterator[PostfixServer]:
+    mailboxes = [SERVER, *(addr(p) for p in PLAYERS)]
+    with PostfixServer(dovecot.lmtp_port, domains=["terrace.test", "players.test"], mailboxes=mailboxes,
+                       sasl_port=dovecot.auth_port) as pf:  # fmt: skip
+        yield pf
+
+
+class Serve(ServeProcess):
+    """``serve`` whose readiness is read from the log written since this start
+    (the log is appended to across restarts)."""
+
+    offset = 0
+
+    def start(self) -> Serve:
+        self.offset = offset = self.log.stat().st_size if self.log.exists() else 0
+        env = {k: v for k, v in {**os.environ, "PYTHONUNBUFFERED": "1"}.items() if not k.startswith("PBMSERV_")}
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "pbmserv_terrace", "serve", "--config", str(self.config)],
+            cwd=self.workdir, env=env, stdout=self.log.open("ab"), stderr=subprocess.STDOUT,
+        )  # fmt: skip
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            if "selected (UIDVALIDITY" in self.since(offset):
+                return self
+            if self.proc.poll() is not None:
+                break
+            time.sleep(0.05)
+        raise RuntimeError("serve did not start:\n" + self.log.read_text(errors="replace")[-3000:])
+
+    def since(self, offset: int | None = None) -> str:
+        with self.log.open("rb") as f:
+            f.seek(self.offset if offset is None else offset)
+            return f.read().decode(errors="replace")
+
+
+class Mailboxes:
+    """The players' INBOXes over IMAP (one connection each), every new mail noted
+    with the time it was first seen."""
+
+    def __init__(self, dovecot: DovecotServer) -> None:
+        self.dovecot = dovecot
+        self.conns: dict[str, imaplib.IMAP4] = {}
+        self.seen: dict[str, set[bytes]] = {p: set() for p in PLAYERS}
+        self.mails: list[tuple[str, float, Message]] = []
+        """(player, first seen, message)"""
+
+    def poll(self) -> None:
+        for p in PLAYERS:
+            imap = self.conns.get(p)
+            if imap is None:
+                imap = self.conns[p] = imaplib.IMAP4("127.0.0.1", self.dovecot.imap_port, timeout=30)
+                imap.login(addr(p), self.dovecot.users[addr(p)])
+                imap.select("INBOX")
+            imap.noop()
+            _, data = imap.uid("search", "ALL")
+            for uid in data[0].split():
+                if uid in self.seen[p]:
+                    continue
+                _, parts = imap.uid("fetch", uid, "(BODY.PEEK[])")
+                raw = next(part[1] for part in parts if isinstance(part, tuple))
+                self.seen[p].add(uid)
+                self.mails.append((p, time.time(), email.message_from_bytes(raw)))
+
+    def close(self) -> None:
+        for imap in self.conns.values():
+            with contextlib.suppress(Exception):
+                imap.logout()
+
+    def answers(self, mid: str) -> list[tuple[str, float, Message]]:
+        return [m for m in self.mails if (m[2]["In-Reply-To"] or "").strip() == mid]
+
+    def ids(self) -> Counter[tuple[str, str]]:
+        """(player, Message-ID) → copies in that player's INBOX"""
+        return Counter((p, str(m["Message-ID"]).strip()) for p, _, m in self.mails)
+
+
+class Loop:
+    """The test's players and its view of the server's outbox."""
+
+    def __init__(self, postfix: PostfixServer, dovecot: DovecotServer, db: Path) -> None:
+        self.postfix, self.dovecot, self.db = postfix, dovecot, db
+        self.boxes = Mailboxes(dovecot)
+        self.sent: dict[str, float] = {}
+        """inbound Message-ID → when it was sent"""
+        self.lock = threading.Lock()
+
+    def mail(self, name: str, subject: str, text_body: str = "", to: str = SERVER, extra: str = "") -> tuple[str, bytes]:
+        mid = make_msgid(domain="players.test")
+        data = (
+            f"From: {name.capitalize()} <{addr(name)}>\r\nTo: {to}\r\nSubject: {subject}\r\nMessage-ID: {mid}\r\n{extra}"
+            f"Content-Type: text/plain; charset=utf-8\r\n\r\n{text_body}\r\n"
+        ).encode()
+        return mid, data
+
+    def send(self, name: str, subject: str, text_body: str = "") -> str:
+        """A player's mail to the server through Postfix's smtpd."""
+        mid, data = self.mail(name, subject, text_body)
+        with self.lock:
+            self.sent[mid] = time.time()
+        self.postfix.send(addr(name), SERVER, data)
+        return mid
+
+    def reply(self, name: str, board_mail: Message, move: str, shape: int) -> str:
+        """Press Reply on a board mail: to its Reply-To (pbmserv+KEY@), quoting it."""
+        to = parseaddr(board_mail["Reply-To"])[1]
+        assert to.startswith("pbmserv+") and to.endswith("@terrace.test"), to
+        original = body(board_mail)
+        quote = "\r\n".join("> " + line for line in original.splitlines())
+        shapes = reply_shapes.SHAPES
+        text_body = shapes[shape % len(shapes)].format(
+            move=move, quote=quote, plain=original.replace("\n", "\r\n"), server=SERVER
+        )
+        refs = f"In-Reply-To: {board_mail['Message-ID']}\r\nReferences: {board_mail['Message-ID']}\r\n"
+        mid, data = self.mail(name, f"Re: {board_mail['Subject']}", text_body, to=f"Test PBM Server <{to}>", extra=refs)
+        self.sent[mid] = time.time()
+        self.postfix.send(addr(name), to, data)
+        return mid
+
+    def outbox(self, mids: list[str] | None = None) -> list[tuple[str, str, str, str]]:
+        """(message_id, in_reply_to, recipient, state) of the server's queued replies."""
+        with sqlite3.connect(self.db, timeout=30) as db:
+            rows = db.execute("SELECT message_id, in_reply_to, recipient, state FROM outbox").fetchall()
+        wanted = set(mids) if mids is not None else None
+        return [tuple(r) for r in rows if wanted is None or r[1] in wanted]
+
+    def wait_answered(self, mids: list[str], timeout: float) -> None:
+        """Until every mail has queued replies and each of them is in its recipient's INBOX."""
+        deadline = time.time() + timeout
+        missing: object = None
+        while time.time() < deadline:
+            self.boxes.poll()
+            rows = self.outbox(mids) if self.db.exists() else []
+            have = {(p, str(m["Message-ID"]).strip()) for p, _, m in self.boxes.mails}
+            answered = {r[1] for r in rows}
+            missing = [mid for mid in mids if mid not in answered] + [r for r in rows if (r[2].split("@")[0], r[0]) not in have]
+            if not missing:
+                return
+            time.sleep(0.05)
+        raise AssertionError(f"not answered within {timeout}s: {missing!r:.1500}")
+
+    def latencies(self, mids: list[str]) -> list[float]:
+        """Seconds from sending each mail to the arrival of each of its replies."""
+        return [t - self.sent[mid] for mid in mids for _, t, _ in self.boxes.answers(mid)]
+
+
+def figures(name: str, mails: int, lat: list[float]) -> str:
+    if not lat:
+        return f"{name}: {mails} mails, no replies"
+    q = statistics.quantiles(lat, n=20) if len(lat) > 1 else [lat[0]] * 19
+    return (f"{name}: {mails} mails, {len(lat)} replies, latency p50 {statistics.median(lat):.2f} s, "
+            f"p95 {q[18]:.2f} s, max {max(lat):.2f} s")  # fmt: skip
+
+
+def test_the_whole_loop_through_postfix_and_dovecot(dovecot: DovecotServer, postfix: PostfixServer, tmp_path: Path) -> None:
+    relay = cast(LmtpRelay, SimpleNamespace(port=postfix.submission_port))
+    smtp_login = f'user = "{SERVER}"\npassword = "server-secret"\n'
+    serve = Serve(tmp_path, dovecot, relay, f"sqlite:///{tmp_path}/serve.db", smtp_login).start()
+    loop = Loop(postfix, dovecot, tmp_path / "serve.db")
+    report: list[str] = []
+    try:
+        _run(loop, serve, postfix, dovecot, report)
+    finally:
+        loop.boxes.close()
+        if serve.proc is not None and serve.proc.poll() is None:
+            serve.proc.kill()
+            serve.proc.wait(10)
+        print("\n--- Postfix + Dovecot loop ---\n" + "\n".join(report))
+
+
+def _run(loop: Loop, serve: Serve, postfix: PostfixServer, dovecot: DovecotServer, report: list[str]) -> None:
+    # ------------------------------------------------------ setup and the game
+    setup = [loop.send(p, f"signup {p} pw-{p}") for p in PLAYERS]
+    loop.wait_answered(setup, 60)
+    setup += [loop.send("ann", "terrace challenge ann ben"), loop.send("cat", "terrace challenge cat dan")]
+    loop.wait_answered(setup, 60)
+    last: dict[str, Message] = {}
+    for p, _, m in loop.boxes.mails:
+        if str(m["Subject"]).startswith("New Terrace Board"):
+            last[p] = m
+    assert set(last) == set(PLAYERS), [m[2]["Subject"] for m in loop.boxes.mails]
+    pos = start_position()
+    rng = random.Random(20)
+    names = ["ann", "ben"]
+    game: list[str] = []
+    for ply in range(GAME_PLIES):
+        mover = names[pos.to_move - 1]
+        move = choose(pos, rng)
+        canonical = text(pos, move)
+        if ply in REPLY_PLIES:
+            mid = loop.reply(mover, last[mover], f"{pos.geo.name(move.frm)}-{pos.geo.name(move.to)}", ply)
+        else:
+            mid = loop.send(mover, f"terrace move 101 {mover} pw-{mover} {canonical}")
+        pos = pos.play(move)
+        game.append(mid)
+        loop.wait_answered([mid], 60)
+        answers = {p: m for p, _, m in loop.boxes.answers(mid)}
+        assert set(answers) == {"ann", "ben"}, (ply, {p: body(m)[:200] for p, m in answers.items()})
+        for p, m in answers.items():
+            assert f"{mover} played {canonical}" in body(m), body(m)[:300]
+            last[p] = m
+    assert "result=error" not in serve.since(0)
+    report.append(figures(f"game ({GAME_PLIES} plies, {len(REPLY_PLIES)} by reply key)", len(setup) + len(game),
+                          loop.latencies(setup + game)))  # fmt: skip
+
+    # --------------------------------------- Postfix down while replies are due
+    before = len(loop.boxes.mails)
+    offset = serve.log.stat().st_size
+    postfix.stop()
+    stopped = time.time()
+    mover = names[pos.to_move - 1]
+    move = choose(pos, rng)
+    canonical = text(pos, move)
+    pos = pos.play(move)
+    down = []
+    # mails Postfix had delivered to the INBOX before it went down
+    for name, subject, text_body in [(mover, f"terrace move 101 {mover} pw-{mover} {canonical}", ""),
+                                     ("cat", "terrace chat 102 cat pw-cat", "while the MTA is down"),
+                                     ("dan", "terrace show 102", "")]:  # fmt: skip
+        mid, data = loop.mail(name, subject, text_body)
+        loop.sent[mid] = time.time()
+        dovecot.deliver(addr(name), [SERVER], data)
+        down.append(mid)
+    deadline = time.time() + 30
+    while time.time() < deadline and not (
+        dovecot.fetch_all(SERVER) == [] and "temporary failure" in serve.since(offset) and len(loop.outbox(down)) >= 5
+    ):
+        time.sleep(0.2)
+    assert dovecot.fetch_all(SERVER) == [], "the mails were not taken while Postfix was down"
+    assert "temporary failure" in serve.since(offset), serve.since(offset)[-2000:]
+    due = loop.outbox(down)
+    assert len(due) == 5 and all(r[3] == "pending" for r in due), due
+    time.sleep(max(0.0, stopped + OUTAGE - time.time()))
+    loop.boxes.poll()
+    assert len(loop.boxes.mails) == before, "a reply arrived while Postfix was down"
+    postfix.start()
+    started = time.time()
+    loop.wait_answered(down, 90)
+    flushed = max(t for mid in down for _, t, _ in loop.boxes.answers(mid)) - started
+    time.sleep(3)
+    loop.boxes.poll()
+    doubles = [k for k, n in loop.boxes.ids().items() if n > 1]
+    assert doubles == [], f"replies delivered twice: {doubles}"
+    assert {r[3] for r in loop.outbox(down)} == {"sent"}
+    report.append(figures(f"outage (Postfix stopped {OUTAGE:.0f} s, {len(due)} replies due)", len(down), loop.latencies(down))
+                  + f"; last reply {flushed:.1f} s after Postfix started")  # fmt: skip
+
+    # ------------------------------------------- a 60-mail burst with 3 SIGKILLs
+    burst: list[str] = []
+    boards = {"ann": 101, "ben": 101, "cat": 102, "dan": 102}
+
+    def sender() -> None:
+        for i in range(BURST):
+            name = PLAYERS[i % len(PLAYERS)]
+            if i % 2:
+                burst.append(loop.send(name, f"terrace chat {boards[name]} {name} pw-{name}", f"burst {i}"))
+            else:
+                burst.append(loop.send(name, f"terrace show {boards[name]}"))
+
+    thread = threading.Thread(target=sender)
+    thread.start()
+    kill_rng = random.Random(3)
+    kills = 0
+    handled_by_killed = 0
+    for _ in range(KILLS):
+        threshold = kill_rng.randint(6, 12)
+        deadline = time.time() + 30
+        while time.time() < deadline and serve.since().count(" result=") < threshold:
+            time.sleep(0.01)
+        handled_by_killed += serve.since().count(" result=")
+        serve.kill()
+        kills += 1
+        serve.start()
+    thread.join(60)
+    assert len(burst) == BURST
+    loop.wait_answered(burst, 180)
+    time.sleep(5)  # anything sent twice arrives meanwhile
+    loop.boxes.poll()
+    assert serve.stop() == 0
+    assert "stopped" in serve.since()
+    assert kills == KILLS
+
+    rows = loop.outbox(burst)
+    ids = loop.boxes.ids()
+    # every mail answered: each reply the server queued is in its recipient's INBOX
+    assert {r[1] for r in rows} == set(burst)
+    assert len({(r[1], r[2]) for r in rows}) == len(rows), "a reply queued twice"
+    assert all(ids[(r[2].split("@")[0], r[0])] >= 1 for r in rows)
+    # ... and exactly once as a message: no other reply to the same mail and recipient
+    distinct: dict[tuple[str, str], set[str]] = {}
+    for p, _, m in loop.boxes.mails:
+        distinct.setdefault((p, (m["In-Reply-To"] or "").strip()), set()).add(str(m["Message-ID"]).strip())
+    assert all(len(distinct[(r[2].split("@")[0], r[1])]) == 1 for r in rows)
+    duplicates = sum(ids[(r[2].split("@")[0], r[0])] - 1 for r in rows)
+    # a kill can resend at most the reply in flight on each SMTP connection (4)
+    assert duplicates <= KILLS * 4, duplicates
+    report.append(figures(f"burst ({KILLS} SIGKILLs after {handled_by_killed} of {BURST} mails handled)", BURST,
+                          loop.latencies(burst)) + f"; duplicates {duplicates} (same Message-ID)")  # fmt: skip
+    everything = list(loop.sent)
+    report.append(figures("all", len(everything), loop.latencies(everything)) +
+                  f"; {sum(ids.values())} mails in the players' INBOXes, {len(ids)} distinct")  # fmt: skip
+    assert dovecot.fetch_all(SERVER) == [] and dovecot.fetch_all(SERVER, "failed") == []
+    assert "result=error" not in serve.since(0)
