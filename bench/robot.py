@@ -58,8 +58,11 @@ class Match:
 def play_game(
     players: tuple[str, str], pos: Position, cap: int, budget: float | None, stats: dict[str, Stats], rng: random.Random
 ) -> int | None:
-    """Play from ``pos``; players[0] is army 1.  Returns the winning army or None."""
+    """Play from ``pos``; players[0] is army 1.  Returns the winning army or None.
+    The robots get the game's history (the positions before the current one), as
+    the mail service gives it, so they can avoid repeating positions."""
     ply = 2
+    history: list[Position] = []
     while ply < cap:
         out = pos.outcome()
         if out is not None:
@@ -69,12 +72,13 @@ def play_game(
             move = rng.choice(pos.legal_moves())
         else:
             level = int(who)
-            res = choose_move(pos, level=level, ply=ply, time_budget=budget if level == 3 else None)
+            res = choose_move(pos, level=level, ply=ply, time_budget=budget if level == 3 else None, history=history)
             st = stats.setdefault(who, Stats())
             st.moves += 1
             st.nodes += res.nodes
             st.seconds += res.seconds
             move = res.move
+        history.append(pos)
         pos = pos.play(move)
         ply += 1
     out = pos.outcome()

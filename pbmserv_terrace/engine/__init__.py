@@ -1,13 +1,14 @@
 """Robot opponents for Terrace (issue 17): a search engine on top of the rules.
 
 Public API: :func:`choose_move` (a move for robot level 1, 2 or 3),
-:func:`describe` (the robot's one-line comment), :func:`accepts_draw`, and
+:func:`describe` (the robot's one-line comment), :func:`accepts_draw`,
+:func:`position_key` (a position's key for a game ``history``), and
 :class:`EngineResult`.  The engine imports only :mod:`pbmserv_terrace.rules` and
 the standard library.  Modules: ``board`` (make/unmake search board), ``zobrist``
 (hash keys), ``evaluate`` (static evaluation), ``search`` (alpha-beta; why paranoid
 for three and four armies is in its docstring), ``robot`` (levels and the API).
 """
 
-from .robot import EngineResult, accepts_draw, choose_move, describe
+from .robot import EngineResult, accepts_draw, choose_move, describe, position_key
 
-__all__ = ["EngineResult", "accepts_draw", "choose_move", "describe"]
+__all__ = ["EngineResult", "accepts_draw", "choose_move", "describe", "position_key"]

@@ -9,7 +9,13 @@ Levels:
 3. **strongest** — the same with a node budget calibrated to about two seconds per
    move on one core of the development machine (``NODES_PER_SECOND``).
 
-Reproducibility: a choice depends only on (position, ply, level).  Noise comes from
+Game history: ``choose_move(..., history=...)`` takes the game's earlier positions
+(rules positions, or their :func:`position_key`); the search scores a return to any
+of them as a draw, so a robot that stands better does not shuffle back and forth
+(Terrace has no repetition rule; a game would just run on).  Without a history the
+search still avoids repetitions within its own lines.
+
+Reproducibility: a choice depends only on (position, ply, level, history).  Noise comes from
 a generator seeded with a hash of the position string, the ply and the level; every
 level stops by node count, never by the clock, so a replay reproduces every move.
 Level 3 also accepts ``time_budget``: the node budget is scaled to it, and the
@@ -22,6 +28,7 @@ from __future__ import annotations
 import hashlib
 import random
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pbmserv_terrace.rules import Move, Position, format_tpn
@@ -29,9 +36,11 @@ from pbmserv_terrace.rules import Move, Position, format_tpn
 from .board import SearchBoard, encode, to_move_obj
 from .evaluate import evaluate
 from .search import MATE_BOUND, Limits, RootResult, Searcher, Stop
+from .zobrist import full_hash
 
-NODES_PER_SECOND = 25_000
-"""Level 3's node rate on one core of the development machine (bench/robot.py prints it)."""
+NODES_PER_SECOND = {8: 44_000, 6: 85_000}
+"""Level 3's node rate by board size on one core of the development machine,
+measured (bench/robot.py prints it): a 6x6 node is cheaper (fewer squares to scan)."""
 DEFAULT_BUDGET = 2.0
 LEVEL_NODES = {1: 3_000, 2: 4_000}
 LEVEL_NOISE = {1: 60, 2: 0, 3: 0}
@@ -59,14 +68,15 @@ def _seed(pos: Position, ply: int, level: int) -> int:
     return int.from_bytes(hashlib.sha256(text).digest()[:8], "big")
 
 
-def _limits(level: int, time_budget: float | None, start: float) -> Limits:
+def _limits(level: int, time_budget: float | None, start: float, n: int = 8) -> Limits:
     if level not in LEVEL_DEPTH:
         raise ValueError(f"robot level must be 1, 2 or 3, not {level}")
     if level < 3:
         return Limits(LEVEL_DEPTH[level], LEVEL_NODES[level])
     budget = DEFAULT_BUDGET if time_budget is None else time_budget
     deadline = None if time_budget is None else start + 1.5 * time_budget
-    return Limits(LEVEL_DEPTH[3], max(200, int(NODES_PER_SECOND * budget)), deadline)
+    rate = NODES_PER_SECOND.get(n, NODES_PER_SECOND[8])
+    return Limits(LEVEL_DEPTH[3], max(200, int(rate * budget)), deadline)
 
 
 def _safe_moves(sb: SearchBoard, moves: list[int]) -> list[int]:
@@ -82,15 +92,35 @@ def _safe_moves(sb: SearchBoard, moves: list[int]) -> list[int]:
     return safe or moves
 
 
-def search(pos: Position, root: int, limits: Limits, *, noise: int = 0, seed: int = 0, safe_only: bool = False) -> RootResult:
-    """Iterative deepening from ``pos``; the score is from army ``root``'s view."""
+def position_key(pos: Position) -> int:
+    """The engine's key (Zobrist hash) of a position, for ``history``."""
+    return full_hash(pos)
+
+
+def history_keys(history: Sequence[Position | int]) -> frozenset[int]:
+    """The keys of a game history given as positions or keys."""
+    return frozenset(h if isinstance(h, int) else full_hash(h) for h in history)
+
+
+def search(
+    pos: Position,
+    root: int,
+    limits: Limits,
+    *,
+    noise: int = 0,
+    seed: int = 0,
+    safe_only: bool = False,
+    seen: frozenset[int] = frozenset(),
+) -> RootResult:
+    """Iterative deepening from ``pos``; the score is from army ``root``'s view.
+    ``seen``: keys of earlier positions of the game (a return to one is a draw)."""
     sb = SearchBoard(pos)
     moves = sb.moves()
     if not moves:
         raise ValueError("the game is over: there is no move to choose")
     if safe_only:
         moves = _safe_moves(sb, moves)
-    searcher = Searcher(sb, root, limits)
+    searcher = Searcher(sb, root, limits, seen - {sb.hash})
     sign = 1 if sb.to_move == root else -1
     order = searcher.order(moves, 0, 0)
     if len(order) == 1:
@@ -118,23 +148,39 @@ def search(pos: Position, root: int, limits: Limits, *, noise: int = 0, seed: in
     return RootResult(best, best_score * sign, done, searcher.nodes, stopped)
 
 
-def choose_move(pos: Position, *, level: int, ply: int, time_budget: float | None = None) -> EngineResult:
-    """The move robot ``level`` plays in ``pos`` (``ply``: moves played so far)."""
+def choose_move(
+    pos: Position,
+    *,
+    level: int,
+    ply: int,
+    time_budget: float | None = None,
+    history: Sequence[Position | int] = (),
+) -> EngineResult:
+    """The move robot ``level`` plays in ``pos`` (``ply``: moves played so far;
+    ``history``: the game's earlier positions, or their :func:`position_key`)."""
     start = time.perf_counter()
-    limits = _limits(level, time_budget, start)
-    res = search(pos, pos.to_move, limits, noise=LEVEL_NOISE[level], seed=_seed(pos, ply, level), safe_only=level == 1)
+    limits = _limits(level, time_budget, start, pos.n)
+    res = search(
+        pos,
+        pos.to_move,
+        limits,
+        noise=LEVEL_NOISE[level],
+        seed=_seed(pos, ply, level),
+        safe_only=level == 1,
+        seen=history_keys(history),
+    )
     return EngineResult(to_move_obj(res.move), res.score, res.depth, res.nodes, time.perf_counter() - start, level, res.stopped)
 
 
-def accepts_draw(pos: Position, army: int, *, level: int, ply: int) -> bool:
+def accepts_draw(pos: Position, army: int, *, level: int, ply: int, history: Sequence[Position | int] = ()) -> bool:
     """Whether robot ``level`` playing ``army`` accepts a draw offer in ``pos``:
     only when its own search says it stands worse (below -DRAW_MARGIN)."""
     if army not in pos.armies():
         raise ValueError(f"army {army} is not in the game")
     if pos.is_over():
         return False
-    limits = _limits(level, None, time.perf_counter())
-    res = search(pos, army, Limits(limits.max_depth, limits.nodes), seed=_seed(pos, ply, level))
+    limits = _limits(level, None, time.perf_counter(), pos.n)
+    res = search(pos, army, Limits(limits.max_depth, limits.nodes), seed=_seed(pos, ply, level), seen=history_keys(history))
     return res.score < -DRAW_MARGIN
 
 
@@ -154,4 +200,4 @@ def describe(result: EngineResult) -> str:
     return f"{who} thinks the game is level"
 
 
-__all__ = ["EngineResult", "accepts_draw", "choose_move", "describe", "encode", "search"]
+__all__ = ["EngineResult", "accepts_draw", "choose_move", "describe", "encode", "history_keys", "position_key", "search"]

@@ -22,7 +22,15 @@ Around it: a transposition table keyed by the incremental Zobrist hash (fresh fo
 each search, so a search depends only on its inputs), move ordering (the TT move,
 the T's step home, captures of a T, other captures by victim value and smallest
 attacker, two killer moves per ply, the history heuristic), and a quiescence search
-over captures and the T's step home.  The search stops at a depth, a node budget
+over captures and the T's step home.
+
+**Repetitions.**  Terrace has no repetition rule, but a position that recurs has
+gained nothing: a side ahead that shuffles back and forth never wins.  So a node
+that repeats a position of the game so far (``seen``: Zobrist keys of the
+positions before the root, given by the caller) or one on the current search path
+scores as a draw (0).  The side ahead then prefers moves that make progress, the
+side behind may seek the repetition.  The quiescence search needs no check: its
+captures are irreversible and its T-step home ends the game.  The search stops at a depth, a node budget
 (deterministic) or, if given, a wall-clock deadline (raises :class:`Stop` and the
 root keeps its last completed iteration).
 """
@@ -76,8 +84,12 @@ class RootResult:
 class Searcher:
     """One search from one position for army ``root``."""
 
-    def __init__(self, sb: SearchBoard, root: int, limits: Limits) -> None:
+    def __init__(self, sb: SearchBoard, root: int, limits: Limits, seen: frozenset[int] = frozenset()) -> None:
         self.sb = sb
+        self.seen = seen
+        """Zobrist keys of the game's earlier positions: reaching one again is a draw."""
+        self.path = {sb.hash}
+        """Keys of the full-width nodes on the current search path (the root first)."""
         self.root = root
         self.limits = limits
         self.tt: dict[int, tuple[int, int, int, int]] = {}
@@ -138,10 +150,12 @@ class Searcher:
         sb = self.sb
         if sb.winner:
             return self._terminal(ply)
+        key = sb.hash
+        if key in self.path or key in self.seen:
+            return 0  # a repetition: a draw
         if depth <= 0 or ply >= MAX_PLY:
             return self.quiesce(alpha, beta, ply, 0)
         self._tick()
-        key = sb.hash
         entry = self.tt.get(key)
         tt_move = 0
         if entry is not None:
@@ -157,6 +171,8 @@ class Searcher:
         me_root = mover == self.root
         orig_alpha = alpha
         best, best_move = -INF, moves[0]
+        path = self.path
+        path.add(key)
         for m in self.order(moves, tt_move, ply):
             undo = sb.make(m)
             if (sb.to_move == self.root) != me_root:
@@ -176,6 +192,7 @@ class Searcher:
                             hkey = mover << 12 | m
                             self.history[hkey] = self.history.get(hkey, 0) + depth * depth
                         break
+        path.discard(key)
         flag = UPPER if best <= orig_alpha else LOWER if best >= beta else EXACT
         self.tt[key] = (depth, flag, _to_tt(best, ply), best_move)
         return best

@@ -2,7 +2,7 @@
 
 A robot's move is made in two steps so that no transaction waits for the engine:
 
-1. :func:`think` — a pure function of (position, level, ply), run wherever the
+1. :func:`think` — a pure function of (position, level, ply, history), run wherever the
    caller likes (a worker process for ``serve``, in-process for ``handle``); it
    sees no database.
 2. :meth:`pbmserv_terrace.service.Service.robot_move` — the move applied through
@@ -10,24 +10,27 @@ A robot's move is made in two steps so that no transaction waits for the engine:
    at that ply with that robot to move.  So a move computed twice (a restart, two
    workers) is played once: the second finds the ply moved on.
 
-:func:`robot_turns` is the work list: boards where a robot is to move.
+:func:`robot_turns` is the work list: boards where a robot is to move, each with
+the game's earlier positions (:func:`game_history`, replayed from the move list) so
+that the robot does not shuffle back and forth into positions already seen.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from sqlalchemy import event, inspect
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Session
 
 from ..engine import choose_move, describe
-from ..rules import format_move, parse_tpn
-from ..store import Game, Seat
+from ..gametypes import board_size
+from ..rules import format_move, format_tpn, parse_move, parse_tpn
+from ..store import Game, MoveRecord, Seat
 from ..store.models import ROBOTS
-from ..store.repos import Games, Users
-from .boards import mail_game, position, seat_by_army
+from ..store.repos import Games, Moves, Users
+from .boards import FORFEIT, RESIGN, mail_game, position, seat_by_army
 from .context import Ctx
 from .plies import finish
 
@@ -47,19 +50,54 @@ class RobotTurn:
     tpn: str
     level: int
     userid: str
+    history: tuple[str, ...] = ()
+    """the game's earlier positions (TPN, oldest first) that the current one could
+    repeat: the engine scores a return to one of them as a draw"""
 
     @property
     def key(self) -> tuple[str, int]:
         return (self.game_type, self.board)
 
 
-def think(tpn: str, level: int, ply: int) -> tuple[str, str]:
+def think(tpn: str, level: int, ply: int, history: Sequence[str] = ()) -> tuple[str, str]:
     """The robot's move in the position ``tpn`` and its one-line comment.  Plain
     strings in and out, so it runs in a worker process; deterministic for
-    (position, level, ply), so computing it again after a crash gives the same move."""
+    (position, level, ply, history), so computing it again after a crash gives the
+    same move.  ``history``: the game's earlier positions (:func:`game_history`)."""
     pos = parse_tpn(tpn)
-    result = choose_move(pos, level=level, ply=ply)
+    result = choose_move(pos, level=level, ply=ply, history=[parse_tpn(h) for h in history])
     return format_move(pos, result.move), describe(result)
+
+
+def game_history(game: Game, moves: Sequence[MoveRecord]) -> tuple[str, ...]:
+    """The positions before the current one (TPN, oldest first), replayed from the
+    start position and the move list, that the current position could repeat:
+    those since the last capture or resignation (pieces never come back).  Empty
+    when the replay does not arrive at the board's position (a board set up by
+    hand), so the robot then simply has no history."""
+    n = board_size(game.game_type)
+    pos = parse_tpn(game.start_position, n)
+    seen = []
+    try:
+        for record in moves:
+            seen.append(pos)
+            pos = pos.without_army(record.seat) if record.move in (RESIGN, FORFEIT) else pos.play(parse_move(pos, record.move))
+    except ValueError:  # NotationError included
+        return ()
+    if pos != parse_tpn(game.position, n):
+        return ()
+    pieces = pos.occ.bit_count()
+    kept: list[str] = []
+    for earlier in reversed(seen):
+        if earlier.occ.bit_count() != pieces:
+            break
+        kept.append(format_tpn(earlier))
+    return tuple(reversed(kept))
+
+
+async def with_history(session: AsyncSession, game: Game, turn: RobotTurn) -> RobotTurn:
+    """``turn`` with the game's history (:func:`game_history`) filled in."""
+    return replace(turn, history=game_history(game, await Moves(session).of_game(game.id)))
 
 
 def robot_to_move(game: Game) -> Seat | None:
@@ -125,7 +163,7 @@ async def robot_turns(session: AsyncSession, game_ids: Sequence[int] | None = No
     if not ids:
         return []
     games = await Games(session).active_for_users(ids, game_ids)
-    return [turn for game in games if (turn := turn_of(game)) is not None]
+    return [await with_history(session, game, turn) for game in games if (turn := turn_of(game)) is not None]
 
 
 async def draw_if_robots_alone(ctx: Ctx, game: Game) -> bool:
@@ -141,7 +179,8 @@ async def draw_if_robots_alone(ctx: Ctx, game: Game) -> bool:
 async def robot_turn_on(session: AsyncSession, game_type: str, board: int) -> RobotTurn | None:
     """The robot's turn on one board, if a robot is to move there."""
     game = await Games(session).get(game_type, board)
-    return turn_of(game) if game is not None else None
+    turn = turn_of(game) if game is not None else None
+    return await with_history(session, game, turn) if game is not None and turn is not None else None
 
 
 __all__ = [
@@ -149,6 +188,7 @@ __all__ = [
     "RobotTurn",
     "changed_games",
     "draw_if_robots_alone",
+    "game_history",
     "robot_to_move",
     "robot_turn_on",
     "robot_turns",
