@@ -12,8 +12,12 @@ Levels:
 Game history: ``choose_move(..., history=...)`` takes the game's earlier positions
 (rules positions, or their :func:`position_key`); the search scores a return to any
 of them as a draw, so a robot that stands better does not shuffle back and forth
-(Terrace has no repetition rule; a game would just run on).  Without a history the
-search still avoids repetitions within its own lines.
+(Terrace has no repetition rule; a game would just run on).  Levels 2 and 3 also
+count such a draw as ``LEVEL_CONTEMPT`` worse than level for themselves, so two
+sides that both see the game as equal do not shuffle into a repetition either
+(measured: without it robot3 drew robot2 at the ply cap on 6x6 short, repeating
+one cycle from ply 10).  Without a history the search still avoids repetitions
+within its own lines.
 
 Reproducibility: a choice depends only on (position, ply, level, history).  Noise comes from
 a generator seeded with a hash of the position string, the ply and the level; every
@@ -45,6 +49,8 @@ DEFAULT_BUDGET = 2.0
 LEVEL_NODES = {1: 3_000, 2: 4_000}
 LEVEL_NOISE = {1: 60, 2: 0, 3: 0}
 LEVEL_DEPTH = {1: 2, 2: 64, 3: 64}
+LEVEL_CONTEMPT = {1: 0, 2: 25, 3: 25}
+"""What a repetition of a position costs the robot (it prefers playing on)."""
 DRAW_MARGIN = 40
 """accepts_draw: accept when the robot's score is below -DRAW_MARGIN."""
 
@@ -111,6 +117,7 @@ def search(
     seed: int = 0,
     safe_only: bool = False,
     seen: frozenset[int] = frozenset(),
+    contempt: int = 0,
 ) -> RootResult:
     """Iterative deepening from ``pos``; the score is from army ``root``'s view.
     ``seen``: keys of earlier positions of the game (a return to one is a draw)."""
@@ -120,7 +127,7 @@ def search(
         raise ValueError("the game is over: there is no move to choose")
     if safe_only:
         moves = _safe_moves(sb, moves)
-    searcher = Searcher(sb, root, limits, seen - {sb.hash})
+    searcher = Searcher(sb, root, limits, seen - {sb.hash}, contempt)
     sign = 1 if sb.to_move == root else -1
     order = searcher.order(moves, 0, 0)
     if len(order) == 1:
@@ -168,6 +175,7 @@ def choose_move(
         seed=_seed(pos, ply, level),
         safe_only=level == 1,
         seen=history_keys(history),
+        contempt=LEVEL_CONTEMPT[level],
     )
     return EngineResult(to_move_obj(res.move), res.score, res.depth, res.nodes, time.perf_counter() - start, level, res.stopped)
 

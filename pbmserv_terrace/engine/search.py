@@ -28,9 +28,12 @@ over captures and the T's step home.
 gained nothing: a side ahead that shuffles back and forth never wins.  So a node
 that repeats a position of the game so far (``seen``: Zobrist keys of the
 positions before the root, given by the caller) or one on the current search path
-scores as a draw (0).  The side ahead then prefers moves that make progress, the
-side behind may seek the repetition.  The quiescence search needs no check: its
-captures are irreversible and its T-step home ends the game.  The search stops at a depth, a node budget
+scores as a draw: 0, less ``contempt`` for the root army (a robot that expects to
+be the stronger side dislikes a draw, and assumes its opponent likes it).  The
+side ahead then prefers moves that make progress, the side behind may seek the
+repetition; with contempt two equal sides stop shuffling into a repetition too.
+The quiescence search needs no check: its captures are irreversible and its
+T-step home ends the game.  The search stops at a depth, a node budget
 (deterministic) or, if given, a wall-clock deadline (raises :class:`Stop` and the
 root keeps its last completed iteration).
 """
@@ -84,8 +87,10 @@ class RootResult:
 class Searcher:
     """One search from one position for army ``root``."""
 
-    def __init__(self, sb: SearchBoard, root: int, limits: Limits, seen: frozenset[int] = frozenset()) -> None:
+    def __init__(self, sb: SearchBoard, root: int, limits: Limits, seen: frozenset[int] = frozenset(), contempt: int = 0) -> None:
         self.sb = sb
+        self.contempt = contempt
+        """What a draw by repetition costs the root army (from its point of view)."""
         self.seen = seen
         """Zobrist keys of the game's earlier positions: reaching one again is a draw."""
         self.path = {sb.hash}
@@ -151,8 +156,8 @@ class Searcher:
         if sb.winner:
             return self._terminal(ply)
         key = sb.hash
-        if key in self.path or key in self.seen:
-            return 0  # a repetition: a draw
+        if key in self.path or key in self.seen:  # a repetition: a draw
+            return -self.contempt if sb.to_move == self.root else self.contempt
         if depth <= 0 or ply >= MAX_PLY:
             return self.quiesce(alpha, beta, ply, 0)
         self._tick()

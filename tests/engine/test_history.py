@@ -78,3 +78,11 @@ def test_same_inputs_with_history_same_result(level: int) -> None:
     a = choose_move(pos, level=level, ply=30, history=history)
     b = choose_move(pos, level=level, ply=30, history=list(history))
     assert (a.move, a.score, a.depth, a.nodes, a.stopped) == (b.move, b.score, b.depth, b.nodes, b.stopped)
+
+
+def test_contempt_makes_a_repetition_cost_the_root_army() -> None:
+    pos = parse_tpn(AHEAD)
+    move = pos.legal_moves()[0]
+    seen = frozenset({position_key(pos.play(move))})
+    searcher = Searcher(SearchBoard(pos), pos.to_move, Limits(3, 10**6), seen, contempt=25)
+    assert searcher.root_scores([encode(move)], 3, exact=True) == [(-25, encode(move))]
