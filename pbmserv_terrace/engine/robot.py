@@ -10,8 +10,9 @@ Levels:
    move on one core of the development machine (``NODES_PER_SECOND``).
 
 Game history: ``choose_move(..., history=...)`` takes the game's earlier positions
-(rules positions, or their :func:`position_key`); the search scores a return to any
-of them as a draw, so a robot that stands better does not shuffle back and forth
+(rules positions, or their :func:`position_key`); levels 2 and 3 score a return to
+any of them as a draw (the beginner ignores it: measured, with it robot1 steered
+into repetitions and robot2 scored 72.5 % instead of 77.5 % on 8x8 long), so a robot that stands better does not shuffle back and forth
 (Terrace has no repetition rule; a game would just run on).  Levels 2 and 3 also
 count such a draw as ``LEVEL_CONTEMPT`` worse than level for themselves, so two
 sides that both see the game as equal do not shuffle into a repetition either
@@ -174,7 +175,7 @@ def choose_move(
         noise=LEVEL_NOISE[level],
         seed=_seed(pos, ply, level),
         safe_only=level == 1,
-        seen=history_keys(history),
+        seen=history_keys(history) if level > 1 else frozenset(),
         contempt=LEVEL_CONTEMPT[level],
     )
     return EngineResult(to_move_obj(res.move), res.score, res.depth, res.nodes, time.perf_counter() - start, level, res.stopped)
