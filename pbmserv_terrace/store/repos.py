@@ -7,7 +7,7 @@ from datetime import datetime
 
 from sqlalchemy import String, cast, delete, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
-from sqlalchemy.orm import joinedload
+from sqlalchemy.orm import joinedload, selectinload
 
 from .models import (
     BoardCounter,
@@ -132,6 +132,17 @@ class Games:
 
     async def active_of_type(self, game_type: str, limit: int = 1000) -> list[Game]:
         stmt = select(Game).where(Game.game_type == game_type, Game.status == "active").order_by(Game.board_number).limit(limit)
+        return list((await self.s.execute(stmt)).scalars())
+
+    async def ended_of_type(self, game_type: str, limit: int = 5000) -> list[Game]:
+        """Games of ``game_type`` that have ended, newest first, with their seats."""
+        stmt = (
+            select(Game)
+            .where(Game.game_type == game_type, Game.status != "active")
+            .options(selectinload(Game.seats))
+            .order_by(Game.finished_at.desc(), Game.id.desc())
+            .limit(limit)
+        )
         return list((await self.s.execute(stmt)).scalars())
 
     async def count_active(self, game_type: str) -> int:
