@@ -293,6 +293,10 @@ class History:
         )
         return list((await self.s.execute(stmt)).scalars())
 
+    async def delete_of_game(self, game_id: int) -> None:
+        """Forget a game's history line (a solitaire taken back into play by undo)."""
+        await self.s.execute(delete(FinishedGame).where(FinishedGame.game_id == game_id))
+
 
 class Inbound:
     """Processed inbound Message-IDs."""
