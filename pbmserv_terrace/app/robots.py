@@ -38,7 +38,7 @@ async def play_inline(service: Service, turns: Iterable[RobotTurn]) -> list[Hand
     while queue and len(results) < MAX_INLINE_PLIES:
         turn = queue.pop(0)
         try:
-            move, comment = think(turn.tpn, turn.level, turn.ply, turn.history)
+            move, comment = think(turn.game_type, turn.tpn, turn.level, turn.ply, turn.history)
             result = await service.robot_move(turn, move, comment)
         except Exception:
             log.exception(
@@ -132,7 +132,7 @@ class RobotPlayer:
             turn = await self.service.robot_turn(*key)
             if turn is None or (turn.game_type, turn.board, turn.ply) in self.failed:
                 return
-            move, comment = await loop.run_in_executor(pool, think, turn.tpn, turn.level, turn.ply, turn.history)
+            move, comment = await loop.run_in_executor(pool, think, turn.game_type, turn.tpn, turn.level, turn.ply, turn.history)
             result = await self.service.robot_move(turn, move, comment)
             log.info("%s", result.log_line())
             if result.status == "error":

@@ -12,32 +12,28 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from ..gametypes import DEFAULT_GAME_TYPE, GAME_TYPES
+from ..gametypes import DEFAULT_GAME_TYPE, GAME_TYPES, GAME_VERBS
 from .quotes import own_text
 
 ACCOUNT_VERBS = ("signup", "change", "signoff", "delete", "help", "list", "message", "broadcast", "multiple", "all")
-GAME_VERBS = (
-    "challenge", "move", "resign", "queue", "submit", "confirm", "preview", "chat", "show", "showas", "games",
-    "standings", "history", "help", "subscribe", "unsubscribe", "notify", "accept", "reject", "limit", "seek",
-    "vacation", "list",
-)  # fmt: skip
 ALIASES = {"add": "signup", "board": "move", "mvoe": "move", "ratings": "standings", "unsub": "unsubscribe"}
 PREFIXES = {"chall": "challenge", "prev": "preview", "sub": "subscribe", "unsub": "unsubscribe"}
 MAX_WORDS = 200
 """A command never needs more words; more are refused as unreadable."""
 
 _REPLY_PREFIX = re.compile(r"^\s*(?:(?:re|fwd?|aw|sv|wg|tr)\s*(?:\[\d+\])?\s*:\s*)+", re.IGNORECASE)
+_TITLES = "|".join(sorted((re.escape(g.title) for g in GAME_TYPES.values()), key=len, reverse=True))
 _SERVER_ONLY = re.compile(
-    r"^(?:new\s+)?terrace(?:6x6)?\s+board\s+\d+(?:\s+\S+)?"
-    r"(?:\s+(?:error|reminder|queue|submitted|subscribed|unsubscribed))?$"
-    r"|^terrace(?:6x6)?\s+board\s+\d+\s+chat\s+from\s+\S+$"
-    r"|^terrace(?:6x6)?\s+(?:error|preview|summaries\s+\(\d+\s+boards\))$"
+    rf"^(?:new\s+)?(?:{_TITLES})\s+board\s+\d+(?:\s+\S+)?"
+    r"(?:\s+(?:error|reminder|queue|submitted|subscribed|unsubscribed|hint))?$"
+    rf"|^(?:{_TITLES})\s+board\s+\d+\s+chat\s+from\s+\S+$"
+    rf"|^(?:{_TITLES})\s+(?:error|preview|summaries\s+\(\d+\s+boards\)|deal\s+of\s+the\s+day)$"
     r"|^broadcast from \S+ via .*$|^message from \S+ via .*$",
     re.IGNORECASE,
 )
 """Subjects of server mails that are no command: a reply to one holds its command
 in the body or nowhere."""
-_SERVER_QUERY = re.compile(r"^terrace(?:6x6)?\s+(?:help|games|standings|history)$", re.IGNORECASE)
+_SERVER_QUERY = re.compile(rf"^(?:{_TITLES})\s+(?:help|games|standings|history)$", re.IGNORECASE)
 """Subjects of server mails that are also commands: a reply repeats the query."""
 
 
@@ -47,7 +43,7 @@ class Command:
 
     verb: str
     game_type: str | None = None
-    """terrace / terrace6x6 for game commands; None for account commands"""
+    """a name in :data:`GAME_TYPES` for game commands; None for account commands"""
     words: list[str] = field(default_factory=list)
     params: list[str] = field(default_factory=list)
     """``-long`` → ``long``"""
@@ -133,7 +129,7 @@ def parse_line(line: str, comment: str = "") -> Command | str:
         if not words:
             return f"'{first}' needs a command after it, e.g. '{first} help'"
         verb = _verb(words[0])
-        if verb is None or (verb in ACCOUNT_VERBS and verb not in GAME_VERBS):
+        if verb is None or verb not in GAME_TYPES[first].verbs:
             return f"'{_clip(words[0])}' is not a {first} command; mail '{first} help' for the list"
     else:
         verb = _verb(first)
@@ -141,6 +137,12 @@ def parse_line(line: str, comment: str = "") -> Command | str:
             return f"'{_clip(words[0])}' is not a command; mail 'help' for the list of commands"
         if verb not in ACCOUNT_VERBS:
             game_type = DEFAULT_GAME_TYPE  # the server's main game; 'move 101 …' means 'terrace move 101 …'
+            named = words[1].lower() if len(words) > 1 else ""
+            if named in GAME_TYPES and verb in GAME_TYPES[named].verbs:
+                game_type, words = named, [words[0], *words[2:]]  # 'standings patience' = 'patience standings'
+            if verb not in GAME_TYPES[game_type].verbs:
+                owner = next(g.name for g in GAME_TYPES.values() if verb in g.verbs)
+                return f"'{_clip(words[0])}' is a {owner} command: write '{owner} {verb} …' (mail '{owner} help')"
     return Command(verb=verb, game_type=game_type, words=words[1:], params=params, options=options, comment=comment, text=raw)
 
 
@@ -225,9 +227,15 @@ def redact(line: str) -> str:
     """``line`` with the password words of its command masked, for quoting in
     replies and storing in logs (a wrong command still carries a real password)."""
     cmd = parse_line(line)
-    if isinstance(cmd, str) or cmd.verb not in PASSWORD_AT:
+    if isinstance(cmd, str):
         return line
-    at = PASSWORD_AT[cmd.verb]
+    own = GAME_TYPES[cmd.game_type].password_at if cmd.game_type else {}
+    if cmd.verb in own:
+        at: tuple[int, ...] = (own[cmd.verb],)
+    elif cmd.verb in PASSWORD_AT:
+        at = PASSWORD_AT[cmd.verb]
+    else:
+        return line
     if cmd.verb in ("subscribe", "unsubscribe") and cmd.words and not cmd.words[0].split("#")[0].isdigit():
         at = (1,)  # subscribe U P all
     secrets = {cmd.words[i] for i in at if i < len(cmd.words)}

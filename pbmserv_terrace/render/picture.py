@@ -479,8 +479,10 @@ def _draw(pos: Position, last_move: Move | None, *, captured: int | None, threat
 
 
 # ------------------------------------------------------------------------ words
-def picture_alt(pos: Position) -> str:
-    """The position in words, for the image's alt text and screen readers."""
+def picture_alt(pos: Position | str) -> str:
+    """The position (or its TPN string) in words, for the image's alt text and screen readers."""
+    if isinstance(pos, str):
+        pos = parse_tpn(pos)
     n = pos.n
     parts = [f"Terrace {n}x{n}, army {pos.to_move} ({piece_text(pos.to_move << 3 | KIND_T)}) to move."]
     for army in pos.armies():

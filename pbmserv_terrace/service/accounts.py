@@ -4,16 +4,13 @@ message, broadcast."""
 from __future__ import annotations
 
 from ..commands import Command
-from ..gametypes import GAME_TYPES
+from ..gametypes import DEFAULT_GAME_TYPE, GAME_TYPES
 from ..render import height_map, render
-from ..rules import (
-    render_board,
-    start_position,
-)
 from ..store import User
 from .args import check_addresses, check_password, check_userid, need, notice
 from .context import CommandError, Ctx
 from .plies import forfeit_all
+from .solitaire import help_lines
 from .spec import command
 
 
@@ -119,32 +116,45 @@ async def delete(ctx: Ctx, cmd: Command) -> None:
 
 
 HELP_TOPICS = {"": "help_general.txt", "commands": "help_commands.txt", "reply": "help_reply.txt", "board": "help_board.txt",
-               "heights": "help_board.txt", "terrace": "help_terrace.txt", "tutorial": "help_tutorial.txt",
-               "terrace6x6": "help_terrace.txt", "rules": "help_terrace.txt"}  # fmt: skip
+               "heights": "help_board.txt", "tutorial": "help_tutorial.txt",
+               **{t: g.help_template for g in GAME_TYPES.values() if g.family == "board" for t in g.help_topics}}  # fmt: skip
+"""``help TOPIC`` → its template; a board game's topics give its rules"""
+BOARD_TOPIC_GAMES = {t: g.name for g in GAME_TYPES.values() if g.family == "board" for t in g.help_topics}
 
 
 def help_values(ctx: Ctx, game_type: str) -> dict[str, object]:
     kind = GAME_TYPES[game_type]
-    n = kind.board_size
+    rules = kind.board
     return {
         "server_name": ctx.server_name,
         "address": ctx.config.server.address,
         "title": kind.title,
-        "n": n,
-        "board": render_board(start_position("long", n)),
-        "heights": height_map(n),
+        "n": kind.board_size,
+        "board": rules.board_text(rules.start(rules.two_player_setups[0])),
+        "heights": height_map(kind.board_size),
     }
 
 
-@command("help", game=False, usage="help [commands|terrace|tutorial|reply|board]")
+def _solitaire_topic(topic: str) -> str | None:
+    """The solitaire whose help ``topic`` asks for (``help patience``), if any."""
+    return next((g.name for g in GAME_TYPES.values() if g.family == "solitaire" and topic in g.help_topics), None)
+
+
+@command("help", game=False, usage="help [commands|terrace|tutorial|reply|board|patience]")
 async def help_(ctx: Ctx, cmd: Command) -> None:
     topic = cmd.words[0].lower() if cmd.words else ""
+    solitaire = _solitaire_topic(topic)
+    if solitaire is not None:
+        kind = GAME_TYPES[solitaire]
+        ctx.reply(f"{ctx.server_name} help {topic}", "notice.txt", lines=help_lines(kind), comment=None)
+        return
     if topic not in HELP_TOPICS:
-        raise CommandError(f"there is no help on '{topic[:30]}'; topics are commands, terrace, tutorial, reply, board")
+        others = ", ".join(g.name for g in GAME_TYPES.values() if g.family == "solitaire")
+        raise CommandError(f"there is no help on '{topic[:30]}'; topics are commands, terrace, tutorial, reply, board, {others}")
     ctx.reply(
         f"{ctx.server_name} help{(' ' + topic) if topic else ''}",
         HELP_TOPICS[topic],
-        **help_values(ctx, topic if topic.startswith("terrace") else "terrace"),
+        **help_values(ctx, BOARD_TOPIC_GAMES.get(topic, DEFAULT_GAME_TYPE)),
     )
 
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import re
 
 from ..commands import Command
+from ..gametypes import GAME_TYPES
 from ..inbound import is_valid_address
-from ..rules import looks_like_move
 from ..store.models import ROBOTS
 from .context import CommandError, Ctx
 
@@ -27,6 +27,11 @@ class MissingArguments(CommandError):
 
 NAMES = {"BOARD": "the board number", "USERID": "the userid", "PASSWORD": "the password", "MOVE": "the move",
          "NEWPASSWORD": "the new password", "USERID1": "the first userid", "USERID2": "the second userid"}  # fmt: skip
+
+
+def looks_like_move(text: str) -> bool:
+    """``text`` has the shape of a move of one of the board games."""
+    return any(g.family == "board" and g.board.looks_like_move(text) for g in GAME_TYPES.values())
 
 
 def missing_reason(verb: str, words: list[str], usage: str) -> str:

@@ -8,12 +8,11 @@ import re
 from dataclasses import dataclass
 
 from ..commands import Command
-from ..gametypes import board_size, game_title
+from ..gametypes import DEFAULT_GAME_TYPE, board_rules, game_title
+from ..gametypes.base import BoardPosition
 from ..render import CommentView, GameView, PlayerView, move_table, render
 from ..render.html import board_html
 from ..render.picture import picture_alt
-from ..rules import Move, Position, format_tpn, goal_square, parse_move, parse_tpn, render_board
-from ..rules.pieces import piece_text
 from ..store import Game, MoveRecord, Seat, User
 from .args import shortened
 from .context import CommandError, Ctx, Mail
@@ -37,7 +36,7 @@ def parse_board_ref(word: str, cmd: Command) -> tuple[int, int | None]:
 
 async def load_game(ctx: Ctx, cmd: Command, word: str, *, lock: bool = True) -> tuple[Game, int | None]:
     number, at = parse_board_ref(word, cmd)
-    game_type = cmd.game_type or "terrace"
+    game_type = cmd.game_type or DEFAULT_GAME_TYPE
     game = await ctx.uow.games.get(game_type, number, lock=lock)
     if game is None:
         raise CommandError(f"there is no {game_title(game_type)} board {number}", game_type=game_type)
@@ -45,8 +44,8 @@ async def load_game(ctx: Ctx, cmd: Command, word: str, *, lock: bool = True) -> 
     return game, at
 
 
-def position(game: Game) -> Position:
-    return parse_tpn(game.position, board_size(game.game_type))
+def position(game: Game) -> BoardPosition:
+    return board_rules(game.game_type).load(game.position)  # type: ignore[no-any-return]
 
 
 def seat_of(game: Game, user: User) -> Seat | None:
@@ -79,19 +78,24 @@ def require_active(game: Game) -> None:
         )
 
 
-def replay(game: Game, moves: list[MoveRecord], upto: int | None = None) -> Position:
+def replay(game: Game, moves: list[MoveRecord], upto: int | None = None) -> BoardPosition:
     """The position after the first ``upto`` plies (all when None)."""
-    pos = parse_tpn(game.start_position, board_size(game.game_type))
+    rules = board_rules(game.game_type)
+    pos = rules.load(game.start_position)
     for record in moves:
         if upto is not None and record.ply > upto:
             break
-        pos = pos.without_army(record.seat) if record.move in (RESIGN, FORFEIT) else pos.play(parse_move(pos, record.move))
-    return pos
+        pos = (
+            pos.without_army(record.seat)
+            if record.move in (RESIGN, FORFEIT)
+            else rules.play(pos, rules.parse_move(pos, record.move))
+        )
+    return pos  # type: ignore[no-any-return]
 
 
 # ---------------------------------------------------------------------- views
-def army_letters(army: int) -> str:
-    return piece_text(army << 3)
+def army_letters(game_type: str, army: int) -> str:
+    return board_rules(game_type).army_letters(army)
 
 
 def _named(text: str, game: Game) -> str:
@@ -100,7 +104,7 @@ def _named(text: str, game: Game) -> str:
     return text
 
 
-def status_lines(game: Game, pos: Position, ply: int | None = None) -> list[str]:
+def status_lines(game: Game, pos: BoardPosition, ply: int | None = None) -> list[str]:
     """Whose turn, announcements, pending votes.  ``ply``: the plies played in the
     position shown (a preview is ahead of the board)."""
     if game.status == "removed":
@@ -110,7 +114,9 @@ def status_lines(game: Game, pos: Position, ply: int | None = None) -> list[str]
     lines = []
     mover = seat_by_army(game, pos.to_move)
     played = game.ply if ply is None else ply
-    lines.append(f"It is {mover.user.userid}'s turn (army {mover.seat}, {army_letters(mover.seat)}), ply {played + 1}.")
+    lines.append(
+        f"It is {mover.user.userid}'s turn (army {mover.seat}, {army_letters(game.game_type, mover.seat)}), ply {played + 1}."
+    )
     lines += [_named(a, game) for a in pos.announcements()]
     for kind, votes in (
         ("A draw has been proposed", game.draw_votes),
@@ -138,7 +144,7 @@ async def game_view(
     upto: int | None = None,
     viewer: Seat | None = None,
     notes: list[str] | None = None,
-    pos: Position | None = None,
+    pos: BoardPosition | None = None,
     tried: list[tuple[int, str]] | None = None,
 ) -> GameView:
     """The view of a board for a mail.  ``tried``: plies (seat, move) that ``pos``
@@ -169,7 +175,7 @@ async def game_view(
             state = "winner"
         elif not s.active:
             state = "out"
-        players.append(PlayerView(s.user.userid, s.seat, army_letters(s.seat), state))
+        players.append(PlayerView(s.user.userid, s.seat, army_letters(game.game_type, s.seat), state))
     private = []
     if viewer is not None:
         if viewer.queued_moves:
@@ -185,14 +191,14 @@ async def game_view(
         status_lines=(notes or []) + status,
         move_header=names,
         move_rows=rows,
-        board=render_board(pos),
+        board=board_rules(game.game_type).board_text(pos),
         subscribers=[u.userid for u in await ctx.subscribers(game.id)],
         rating_lines=ctx.rating_lines,
         options_line=f"; {opts}" if opts else "",
         omitted_rounds=omitted + first_round,
         col_width=width,
         private_lines=private,
-        position=format_tpn(pos),
+        position=board_rules(game.game_type).dump(pos),
         last_move=moves[-1].move if moves and moves[-1].move not in (RESIGN, FORFEIT) else "",
     )
 
@@ -241,7 +247,7 @@ async def mail_game(
     """The state-change mail to every player and subscriber (and notifiers when the
     game has ended), one body for all."""
     view = await game_view(ctx, game, notes=notes)
-    body = render(template, game=view, headline=headline, comment=comment, example=example_move(position(game)))
+    body = render(template, game=view, headline=headline, comment=comment, example=example_move(game, position(game)))
     body += web_line(ctx, game)
     picture = BoardPicture(view, headline, comment)
     users: list[User] = [s.user for s in game.seats]
@@ -258,25 +264,9 @@ def web_line(ctx: Ctx, game: Game) -> str:
     return f"\nThis board on the web: {url}/boards/{game.game_type}/{game.board_number}\n" if url else ""
 
 
-def example_move(pos: Position) -> str:
-    """A move that is legal for the army to move, for hints: one that brings a
-    piece nearest its goal corner (``d2-e3`` at the long start), or ``d2-e3`` when
-    the army has no move."""
-    moves = pos.legal_moves()
-    if not moves:
-        return "d2-e3"
-    geo, n = pos.geo, pos.geo.n
-    gx, gy = divmod(goal_square(n, pos.to_move), n)[::-1]
-
-    def distance(sq: int) -> int:
-        y, x = divmod(sq, n)
-        return max(abs(x - gx), abs(y - gy))
-
-    def step(m: Move) -> bool:  # a one-square move reads best as an example
-        return max(abs(m.frm % n - m.to % n), abs(m.frm // n - m.to // n)) > 1
-
-    move = min(moves, key=lambda m: (step(m), distance(m.to) - distance(m.frm), distance(m.to), geo.name(m.frm), geo.name(m.to)))
-    return f"{geo.name(move.frm)}-{geo.name(move.to)}"
+def example_move(game: Game, pos: BoardPosition) -> str:
+    """A legal move of the side to move, for hints (``d2-e3`` at the long start)."""
+    return board_rules(game.game_type).example_move(pos)
 
 
 def reply_hint(game: Game, seat: Seat) -> str:
@@ -290,9 +280,7 @@ def reply_hint(game: Game, seat: Seat) -> str:
         if seat.active and seat.seat not in votes:
             return f"Reply to this mail with accept or reject on the first line to answer the {kind} request; or show, chat."
     if seat.active and pos.to_move == seat.seat:
-        return (
-            f"Reply to this mail with your move (e.g. {example_move(pos)}) on the first line; or resign, draw, undo, show, chat."
-        )
+        return f"Reply to this mail with your move (e.g. {example_move(game, pos)}) on the first line; or resign, draw, undo, show, chat."
     if not seat.active:
         return "Reply to this mail with show, or chat and your message, on the first line."
     mover = seat_by_army(game, pos.to_move).user.userid
@@ -310,7 +298,7 @@ class BoardPicture:
 
     def html(self, hint: str) -> str:
         cid = f"board-{self.view.title.lower()}-{self.view.board_number}@pbmserv"
-        alt = picture_alt(parse_tpn(self.view.position)) if self.view.position else "the board"
+        alt = picture_alt(self.view.position) if self.view.position else "the board"
         comments = [self.comment] if self.comment and self.comment.text else []
         return board_html(self.view, headline=self.headline, comments=comments, cid=cid, alt=alt, reply_hint=hint)
 

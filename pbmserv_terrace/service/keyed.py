@@ -14,14 +14,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..commands import Command, ReplyCommand, parse_line, reply_command
-from ..gametypes import game_title
+from ..commands import Command, ReplyCommand, own_text, parse_line, reply_command
+from ..gametypes import GAME_TYPES, game_title
 from ..inbound import InboundMail
 from ..render import render
 from ..store import Game, User
 from .boards import game_view, reply_hint, seat_of, subject_for
 from .context import CommandError, Ctx, Mail
 from .replykeys import ReplyKey, decode_key, key_in_address, verify_key
+from .solitaire import reply_to_table
 
 PLY_BOUND = frozenset({"move", "resign", "propose", "accept", "reject", "undo", "queue"})
 REPLY_USAGE = (
@@ -82,6 +83,9 @@ async def resolve(ctx: Ctx, mail: InboundMail, key_text: str, *, subject_has_com
     seat = seat_of(game, user)
     if seat is None:
         raise _error(key, f"{user.userid} no longer plays on board {game.board_number}")
+    kind = GAME_TYPES[game.game_type]
+    if kind.family == "solitaire":
+        return await _solitaire(ctx, mail, key, game, user, subject_has_command=subject_has_command)
     said = reply_command(mail.body)
     if said.empty:
         if subject_has_command:
@@ -93,6 +97,47 @@ async def resolve(ctx: Ctx, mail: InboundMail, key_text: str, *, subject_has_com
         await _moved_on(ctx, game, user, key)
         return KeyedReply(user=user, refused=f"outdated reply (ply {key.ply}, board at {game.ply})")
     return KeyedReply(user=user, commands=[_command(game, user, said)], notes=_notes(said))
+
+
+SOLITAIRE_QUERIES = frozenset({"show", "hint", "help", "games", "standings", "deal-of-the-day"})
+SOLITAIRE_ACTIONS = frozenset({"undo", "resign"})
+
+
+async def _solitaire(
+    ctx: Ctx, mail: InboundMail, key: ReplyKey, game: Game, user: User, *, subject_has_command: bool
+) -> KeyedReply:
+    """A reply to a solitaire's board mail: its first own line is moves (``w-t2 flip``),
+    or one of undo [COUNT], resign, hint, show; or a whole command."""
+    kind = GAME_TYPES[game.game_type]
+    text = own_text(mail.body)
+    first, _, rest = text.partition("\n")
+    words = first.replace("\u2013", "-").replace("\u2014", "-").strip().rstrip(".!").split()
+    if not words:
+        if subject_has_command:
+            return KeyedReply(fall_back_to_subject=True)
+        raise _error(key, "your reply holds no command: write your moves (e.g. w-t2 flip) on its first line, or undo, hint, show")
+    head = words[0].lower()
+    board, uid = str(game.board_number), user.userid
+    if head in GAME_TYPES or (head in kind.verbs and head not in SOLITAIRE_QUERIES | SOLITAIRE_ACTIONS and
+                              head not in kind.solitaire.move_verbs and head != "move"):  # fmt: skip
+        parsed = parse_line(first, rest)
+        if isinstance(parsed, str):
+            raise _error(key, parsed)
+        return KeyedReply(user=user, commands=[parsed])
+    if head == "move":
+        words = words[1:]
+    if head in SOLITAIRE_QUERIES:
+        cmd = Command(head, kind.name, [board, uid, ""] if head == "hint" else [board], text=head)
+        if head not in ("show", "hint"):
+            cmd = Command(head, kind.name, [], text=head)
+        return KeyedReply(user=user, commands=[cmd])
+    if key.ply != game.ply:
+        await reply_to_table(ctx, game, f"your reply was not applied: board {game.board_number} has moved on since that "
+                                        f"mail (move {key.ply} → {game.ply})")  # fmt: skip
+        return KeyedReply(user=user, refused=f"outdated reply (ply {key.ply}, board at {game.ply})")
+    if head in SOLITAIRE_ACTIONS:
+        return KeyedReply(user=user, commands=[Command(head, kind.name, [board, uid, "", *words[1:2]], text=first)])
+    return KeyedReply(user=user, commands=[Command("move", kind.name, [board, uid, "", *words], comment=rest, text=first)])
 
 
 def _command(game: Game, user: User, said: ReplyCommand) -> Command:

@@ -5,19 +5,8 @@ preferences, vacation."""
 from __future__ import annotations
 
 from ..commands import Command
-from ..engine import accepts_draw
-from ..gametypes import board_size, game_title
+from ..gametypes import DEFAULT_GAME_TYPE, board_rules, game_title
 from ..render import CommentView
-from ..rules import (
-    MOVE_FORMS,
-    NotationError,
-    format_move,
-    format_tpn,
-    looks_like_move,
-    parse_move,
-    start_position,
-    variant_for_players,
-)
 from ..store import Game, Seat, Subscription, User
 from .args import check_userid, joined_move, need, notice, shortened
 from .boards import (
@@ -36,7 +25,6 @@ from .boards import (
 )
 from .context import CommandError, Ctx
 from .plies import (
-    TWO_PLAYER_VARIANTS,
     after_ply,
     clear_votes,
     finish,
@@ -59,14 +47,16 @@ MAX_QUEUE = 10
 )
 async def challenge(ctx: Ctx, cmd: Command) -> None:
     words = list(need(cmd, 2, 4))
-    game_type = cmd.game_type or "terrace"
+    game_type = cmd.game_type or DEFAULT_GAME_TYPE
+    rules = board_rules(game_type)
+    setups = rules.two_player_setups
     params = list(cmd.params)
-    if len(words) == 3 and words[2].lower() in ("long", "medium", "short"):
+    if len(words) == 3 and words[2].lower() in setups[:-1]:
         params.append(words.pop().lower())  # the old form: challenge U1 U2 short
-    unknown = [p for p in params if p not in TWO_PLAYER_VARIANTS]
+    unknown = [p for p in params if p not in setups]
     if unknown or len(params) > 1:
         raise CommandError(
-            f"unknown or repeated setup '-{(unknown or params)[0]}'; the setups are -long, -medium, -short, -master",
+            f"unknown or repeated setup '-{(unknown or params)[0]}'; the setups are {', '.join('-' + s for s in setups)}",
         )
     options: dict[str, float] = {}
     for key, value in cmd.options.items():
@@ -83,7 +73,7 @@ async def challenge(ctx: Ctx, cmd: Command) -> None:
     if options.get("forfeittime", max(ctx.config.timers.forfeittime, nag)) < nag:
         raise CommandError("--forfeittime must not be shorter than --nagtime")
     try:
-        variant = variant_for_players(len(words), params[0] if params else None)
+        variant = rules.setup_for(len(words), params[0] if params else None)
     except ValueError as exc:
         raise CommandError(str(exc)) from None
     ids = [check_userid(w, robot_ok=True) for w in words]
@@ -115,8 +105,7 @@ async def challenge(ctx: Ctx, cmd: Command) -> None:
         raise CommandError(
             "the challenge cannot be made: a game needs at least one person; robots play people, not only each other"
         )
-    n = board_size(game_type)
-    start = format_tpn(start_position(variant, n))
+    start = rules.dump(rules.start(variant))
     number = await ctx.uow.games.next_board_number(game_type)
     game = Game(
         game_type=game_type,
@@ -280,7 +269,8 @@ async def _robots_answer(ctx: Ctx, game: Game) -> None:
             return
         quiet = Command(verb="move", game_type=game.game_type, words=[str(game.board_number), seat.user.userid])
         level = seat.user.robot_level or 1
-        if game.draw_votes and accepts_draw(position(game), seat.seat, level=level, ply=game.ply):
+        rules = board_rules(game.game_type)
+        if game.draw_votes and rules.robot_accepts_draw(position(game), seat.seat, level, game.ply):
             await _vote(ctx, quiet, game, seat.user, seat, "draw")
         else:
             await _reject(ctx, quiet, game, seat.user, seat)
@@ -292,7 +282,7 @@ async def _undo_last(ctx: Ctx, game: Game) -> str:
     await ctx.uow.moves.delete_from(game.id, last.ply)
     remaining = moves[:-1]
     pos = replay(game, remaining)
-    game.position = format_tpn(pos)
+    game.position = board_rules(game.game_type).dump(pos)
     game.ply = last.ply - 1
     game.undo_votes = []
     if last.move in (RESIGN, FORFEIT):
@@ -347,8 +337,9 @@ async def queue(ctx: Ctx, cmd: Command) -> None:
         return
     if not seat.active:
         raise board_error(game, f"{user.userid} is out of the game on board {game.board_number}")
-    if not looks_like_move(words[3]):
-        raise board_error(game, f"'{words[3][:40]}' is not a move; write it as {MOVE_FORMS}")
+    rules = board_rules(game.game_type)
+    if not rules.looks_like_move(words[3]):
+        raise board_error(game, f"'{words[3][:40]}' is not a move; write it as {rules.move_forms}")
     if len(seat.queued_moves) >= MAX_QUEUE:
         raise board_error(game, f"at most {MAX_QUEUE} moves can be queued")
     seat.queued_moves = [*seat.queued_moves, words[3]]
@@ -367,16 +358,17 @@ async def submit(ctx: Ctx, cmd: Command) -> None:
     if pos.to_move != seat.seat:
         raise board_error(game, f"it is not your turn on board {game.board_number}")
     move_text = _numbered(game, words[3])
+    rules = board_rules(game.game_type)
     try:
-        mv = parse_move(pos, move_text)
-    except NotationError as exc:
+        mv = rules.parse_move(pos, move_text)
+    except ValueError as exc:
         raise board_error(game, str(exc)) from None
-    canonical = format_move(pos, mv)
+    canonical = rules.format_move(pos, mv)
     seat.submitted_move = f"{canonical}#{game.ply + 1}"
     view = await game_view(
         ctx,
         game,
-        pos=pos.play(mv),
+        pos=rules.play(pos, mv),
         notes=[f"(as it would be after {canonical})"],
         tried=[(seat.seat, f"{canonical} (submitted)")],
     )

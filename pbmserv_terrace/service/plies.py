@@ -6,15 +6,14 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from ..gametypes import board_size
+from ..gametypes import board_rules, family_of
+from ..gametypes.base import BoardPosition
 from ..render import CommentView, render
-from ..rules import NotationError, Position, format_move, format_tpn, parse_move, start_position, variant_for_players
 from ..store import FinishedGame, Game, MoveRecord, Seat, User
 from .boards import FORFEIT, RESIGN, game_view, mail_game, position, seat_by_army, send_board, subject_for
 from .context import CommandError, Ctx
 from .ratings import apply_ratings
-
-TWO_PLAYER_VARIANTS = ("long", "medium", "short", "master")
+from .solitaire import abandon
 
 
 async def record_ply(ctx: Ctx, game: Game, seat: Seat, text: str, *, auto: bool = False) -> None:
@@ -56,22 +55,23 @@ def clear_votes(game: Game) -> list[str]:
 
 
 async def play_move(
-    ctx: Ctx, game: Game, seat: Seat, pos: Position, move_text: str, *, auto: bool = False
-) -> tuple[Position, str]:
+    ctx: Ctx, game: Game, seat: Seat, pos: BoardPosition, move_text: str, *, auto: bool = False
+) -> tuple[BoardPosition, str]:
     """Play ``move_text`` for ``seat`` (whose turn it is).  Raises CommandError when
     it is not legal; returns the new position and the canonical move."""
+    rules = board_rules(game.game_type)
     try:
-        move = parse_move(pos, move_text)
-    except NotationError as exc:
+        move = rules.parse_move(pos, move_text)
+    except ValueError as exc:
         raise CommandError(str(exc), board=game.board_number, game_type=game.game_type) from None
-    canonical = format_move(pos, move)
-    after = pos.play(move)
+    canonical = rules.format_move(pos, move)
+    after = rules.play(pos, move)
     await record_ply(ctx, game, seat, canonical, auto=auto)
-    game.position = format_tpn(after)
+    game.position = rules.dump(after)
     return after, canonical
 
 
-async def resign_seat(ctx: Ctx, game: Game, seat: Seat, pos: Position, how: str = RESIGN) -> tuple[Position, list[str]]:
+async def resign_seat(ctx: Ctx, game: Game, seat: Seat, pos: BoardPosition, how: str = RESIGN) -> tuple[BoardPosition, list[str]]:
     """A seat resigns (or forfeits) on its turn after the first round (COMMANDS.md §4)."""
     notes = [f"{seat.user.userid} {'resigns' if how == RESIGN else 'forfeits'}."]
     seat.active = False
@@ -85,11 +85,11 @@ async def resign_seat(ctx: Ctx, game: Game, seat: Seat, pos: Position, how: str 
         await finish(ctx, game, winner.seat if winner else None, f"{winner.user.userid} wins ({why})" if winner else why)
         return pos.without_army(seat.seat), notes
     after = pos.without_army(seat.seat)
-    game.position = format_tpn(after)
+    game.position = board_rules(game.game_type).dump(after)
     return after, notes
 
 
-async def after_ply(ctx: Ctx, game: Game, pos: Position) -> list[str]:
+async def after_ply(ctx: Ctx, game: Game, pos: BoardPosition) -> list[str]:
     """End-of-game checks, then pending resignations and queued moves of whoever
     is to move next.  Returns notes for the status block."""
     notes: list[str] = []
@@ -172,10 +172,11 @@ async def first_round_removal(ctx: Ctx, game: Game, seat: Seat, how: str, commen
         return
     audience = list(game.seats)
     await ctx.uow.moves.delete_from(game.id, 1)
-    variant = variant_for_players(
-        len(remaining), game.variant if len(remaining) == 2 and game.variant in TWO_PLAYER_VARIANTS else None
+    rules = board_rules(game.game_type)
+    variant = rules.setup_for(
+        len(remaining), game.variant if len(remaining) == 2 and game.variant in rules.two_player_setups else None
     )
-    start = format_tpn(start_position(variant, board_size(game.game_type)))
+    start = rules.dump(rules.start(variant))
     game.seats.remove(seat)
     await ctx.uow.flush()
     for i, s in enumerate(remaining):
@@ -201,6 +202,10 @@ async def forfeit_all(ctx: Ctx, user: User) -> list[str]:
         if game.status != "active":
             continue
         game = await ctx.uow.games.get(game.game_type, game.board_number, lock=True) or game
+        if family_of(game.game_type) == "solitaire":
+            abandon(ctx, game, "abandoned (account deleted)")
+            ended.append(f"{game.game_type} {game.board_number}")
+            continue
         seat = next(s for s in game.seats if s.user_id == user.id)
         if not seat.active:
             continue

@@ -4,18 +4,10 @@ history, preview, help, list, all show.  Every answer goes to the sender only.""
 from __future__ import annotations
 
 from ..commands import Command
-from ..gametypes import GAME_TYPES, board_size, game_title
+from ..gametypes import DEFAULT_GAME_TYPE, GAME_TYPES, board_rules, game_title
 from ..render import GameView, PlayerView, move_table
-from ..rules import (
-    NotationError,
-    format_move,
-    parse_move,
-    render_board,
-    start_position,
-    variant_for_players,
-)
 from ..store import Game, User
-from .accounts import HELP_TOPICS, help_values
+from .accounts import help_values
 from .args import need
 from .boards import (
     BoardPicture,
@@ -190,17 +182,17 @@ async def games(ctx: Ctx, cmd: Command) -> None:
     selector = "active"
     if words and words[-1].lower() in SELECTORS:
         selector = words.pop().lower()
-    await games_table(ctx, cmd.game_type or "terrace", words, selector)
+    await games_table(ctx, cmd.game_type or DEFAULT_GAME_TYPE, words, selector)
 
 
 @command("list", game=True, usage="list")
 async def list_game(ctx: Ctx, cmd: Command) -> None:
-    await games_table(ctx, cmd.game_type or "terrace", [], "active")
+    await games_table(ctx, cmd.game_type or DEFAULT_GAME_TYPE, [], "active")
 
 
 @command("standings", game=True, usage="standings")
 async def standings(ctx: Ctx, cmd: Command) -> None:
-    game_type = cmd.game_type or "terrace"
+    game_type = cmd.game_type or DEFAULT_GAME_TYPE
     table = await ctx.uow.ratings.table(game_type)
     established: list[dict[str, object]] = []
     provisional: list[dict[str, object]] = []
@@ -238,7 +230,7 @@ async def standings(ctx: Ctx, cmd: Command) -> None:
 
 @command("history", game=True, usage="history")
 async def history(ctx: Ctx, cmd: Command) -> None:
-    game_type = cmd.game_type or "terrace"
+    game_type = cmd.game_type or DEFAULT_GAME_TYPE
     rows = [
         {"finished": h.finished_at.strftime("%Y-%m-%d"), "board": h.board_number, "players": " vs ".join(h.players),
          "result": h.result, "plies": h.plies}
@@ -249,22 +241,22 @@ async def history(ctx: Ctx, cmd: Command) -> None:
 
 @command("help", game=True, usage="help")
 async def game_help(ctx: Ctx, cmd: Command) -> None:
-    game_type = cmd.game_type or "terrace"
-    ctx.reply(f"{game_title(game_type)} help", HELP_TOPICS["terrace"], **help_values(ctx, game_type))
+    game_type = cmd.game_type or DEFAULT_GAME_TYPE
+    ctx.reply(f"{game_title(game_type)} help", GAME_TYPES[game_type].help_template, **help_values(ctx, game_type))
 
 
 @command("preview", game=True, usage="preview BOARD[#k] MOVE ... | preview new PLAYERS [-long|-medium|-short|-master] MOVE ...")
 async def preview(ctx: Ctx, cmd: Command) -> None:
     words = need(cmd, 1, 200)
-    game_type = cmd.game_type or "terrace"
-    n = board_size(game_type)
+    game_type = cmd.game_type or DEFAULT_GAME_TYPE
+    rules = board_rules(game_type)
     title = game_title(game_type)
     if words[0].lower() == "new":
         if len(words) < 2 or words[1] not in ("2", "3", "4"):
             raise CommandError("'preview new' needs the number of players (2, 3 or 4)", game_type=game_type)
         try:
-            variant = variant_for_players(int(words[1]), cmd.params[0] if cmd.params else None)
-            pos = start_position(variant, n)
+            variant = rules.setup_for(int(words[1]), cmd.params[0] if cmd.params else None)
+            pos = rules.start(variant)
         except ValueError as exc:
             raise CommandError(str(exc), game_type=game_type) from None
         moves_text = words[2:]
@@ -290,16 +282,16 @@ async def preview(ctx: Ctx, cmd: Command) -> None:
             raise CommandError(f"{text[:40]}: the game is over before this move", game_type=game_type)
         army = pos.to_move
         try:
-            mv = parse_move(pos, text)
-        except NotationError as exc:
+            mv = rules.parse_move(pos, text)
+        except ValueError as exc:
             ply = len(history) + len(played)
             mover = names[army - 1] if army <= len(names) else f"army {army}"
             raise CommandError(
-                f"{exc} (after ply {ply} it is {mover}'s turn: army {army}, {army_letters(army)})", game_type=game_type
+                f"{exc} (after ply {ply} it is {mover}'s turn: army {army}, {army_letters(game_type, army)})", game_type=game_type
             ) from None
-        canonical = format_move(pos, mv)
+        canonical = rules.format_move(pos, mv)
         played.append((army, canonical))
-        pos = pos.play(mv)
+        pos = rules.play(pos, mv)
     if played:
         notes.append("Moves tried: " + ", ".join(f"{names[a - 1] if a <= len(names) else a} {m}" for a, m in played))
     outcome = pos.outcome()
@@ -312,11 +304,11 @@ async def preview(ctx: Ctx, cmd: Command) -> None:
         title=title,
         board_number=game.board_number if game else 0,
         variant=variant,
-        players=[PlayerView(nm, i + 1, army_letters(i + 1)) for i, nm in enumerate(names)],
+        players=[PlayerView(nm, i + 1, army_letters(game_type, i + 1)) for i, nm in enumerate(names)],
         status_lines=status + [line for line in pos.announcements()],
         move_header=names,
         move_rows=rows,
-        board=render_board(pos),
+        board=rules.board_text(pos),
         col_width=width,
     )
     ctx.reply(f"{title} preview", "preview.txt", game=view, what=what, notes=notes)

@@ -13,29 +13,43 @@ from dataclasses import dataclass, field
 from types import ModuleType
 
 from ..commands import Command
-from . import accounts, play, queries, watch
-from .spec import CommandSpec, Handler, spec_of
+from ..gametypes import GAME_TYPES, Family
+from . import accounts, play, queries, solitaire, watch
+from .spec import MOVE_VERB, CommandSpec, Handler, spec_of
 
-HANDLER_MODULES: tuple[ModuleType, ...] = (accounts, play, queries, watch)
+HANDLER_MODULES: tuple[ModuleType, ...] = (accounts, play, queries, solitaire, watch)
 
 
 @dataclass
 class Registry:
-    specs: dict[tuple[bool, str], CommandSpec] = field(default_factory=dict)
+    specs: dict[tuple[Family | None, str], CommandSpec] = field(default_factory=dict)
 
     def add(self, spec: CommandSpec) -> None:
-        key = (spec.game, spec.verb)
+        key = (spec.family, spec.verb)
         if key in self.specs and self.specs[key].fn is not spec.fn:
-            raise ValueError(f"two handlers for {'game ' if spec.game else ''}command {spec.verb!r}")
+            raise ValueError(f"two handlers for {spec.family or 'account'} command {spec.verb!r}")
         self.specs[key] = spec
 
+    def spec(self, cmd: Command) -> CommandSpec | None:
+        """The handler of ``cmd``: by its game's family and verb (a solitaire's extra
+        move words, such as patience's ``flip``, go to its move-verb handler)."""
+        if cmd.game_type is None:
+            return self.specs.get((None, cmd.verb))
+        kind = GAME_TYPES.get(cmd.game_type)
+        if kind is None:
+            return None
+        found = self.specs.get((kind.family, cmd.verb))
+        if found is None and kind.family == "solitaire" and cmd.verb in kind.solitaire.move_verbs:
+            found = self.specs.get((kind.family, MOVE_VERB))
+        return found
+
     def handler(self, cmd: Command) -> Handler | None:
-        spec = self.specs.get((cmd.is_game, cmd.verb))
+        spec = self.spec(cmd)
         return spec.fn if spec else None
 
     def credentials(self, cmd: Command) -> tuple[str, str] | None:
         """The (userid, password) a command will authenticate with, if known."""
-        spec = self.specs.get((cmd.is_game, cmd.verb))
+        spec = self.spec(cmd)
         at = spec.auth if spec else None
         index = at(cmd.words) if callable(at) else at
         if index is None or len(cmd.words) < index + 2:
@@ -43,9 +57,12 @@ class Registry:
         return cmd.words[index].lower(), cmd.words[index + 1]
 
     def usage_of(self, cmd: Command) -> str:
-        spec = self.specs.get((cmd.is_game, cmd.verb))
+        spec = self.spec(cmd)
         if spec is None:
             return ""
+        if spec.verb == MOVE_VERB and cmd.game_type is not None:
+            extra = GAME_TYPES[cmd.game_type].solitaire.move_verbs[cmd.verb]
+            return " ".join([cmd.game_type, cmd.verb, "BOARD USERID PASSWORD", *extra])
         if cmd.is_game:
             return " | ".join(f"{cmd.game_type} {alt.strip()}" for alt in spec.usage.split(" | "))
         return spec.usage

@@ -24,9 +24,7 @@ from sqlalchemy import event, inspect
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Session
 
-from ..engine import choose_move, describe
-from ..gametypes import board_size
-from ..rules import format_move, format_tpn, parse_move, parse_tpn
+from ..gametypes import board_rules
 from ..store import Game, MoveRecord, Seat
 from ..store.models import ROBOTS
 from ..store.repos import Games, Moves, Users
@@ -59,14 +57,12 @@ class RobotTurn:
         return (self.game_type, self.board)
 
 
-def think(tpn: str, level: int, ply: int, history: Sequence[str] = ()) -> tuple[str, str]:
+def think(game_type: str, tpn: str, level: int, ply: int, history: Sequence[str] = ()) -> tuple[str, str]:
     """The robot's move in the position ``tpn`` and its one-line comment.  Plain
     strings in and out, so it runs in a worker process; deterministic for
     (position, level, ply, history), so computing it again after a crash gives the
     same move.  ``history``: the game's earlier positions (:func:`game_history`)."""
-    pos = parse_tpn(tpn)
-    result = choose_move(pos, level=level, ply=ply, history=[parse_tpn(h) for h in history])
-    return format_move(pos, result.move), describe(result)
+    return board_rules(game_type).robot_move(tpn, level, ply, history)
 
 
 def game_history(game: Game, moves: Sequence[MoveRecord]) -> tuple[str, ...]:
@@ -75,23 +71,26 @@ def game_history(game: Game, moves: Sequence[MoveRecord]) -> tuple[str, ...]:
     those since the last capture or resignation (pieces never come back).  Empty
     when the replay does not arrive at the board's position (a board set up by
     hand), so the robot then simply has no history."""
-    n = board_size(game.game_type)
-    pos = parse_tpn(game.start_position, n)
+    rules = board_rules(game.game_type)
+    pos = rules.load(game.start_position)
     seen = []
     try:
         for record in moves:
             seen.append(pos)
-            pos = pos.without_army(record.seat) if record.move in (RESIGN, FORFEIT) else pos.play(parse_move(pos, record.move))
-    except ValueError:  # NotationError included
+            if record.move in (RESIGN, FORFEIT):
+                pos = pos.without_army(record.seat)
+            else:
+                pos = rules.play(pos, rules.parse_move(pos, record.move))
+    except ValueError:  # an illegal move in the record
         return ()
-    if pos != parse_tpn(game.position, n):
+    if pos != rules.load(game.position):
         return ()
-    pieces = pos.occ.bit_count()
+    pieces = rules.material(pos)
     kept: list[str] = []
     for earlier in reversed(seen):
-        if earlier.occ.bit_count() != pieces:
+        if rules.material(earlier) != pieces:
             break
-        kept.append(format_tpn(earlier))
+        kept.append(rules.dump(earlier))
     return tuple(reversed(kept))
 
 

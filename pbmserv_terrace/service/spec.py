@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..commands import Command
+from ..gametypes import Family
 from .context import Ctx
 
 Handler = Callable[[Ctx, Command], Awaitable[None]]
@@ -21,11 +22,16 @@ AuthAt = int | Callable[[list[str]], int | None] | None
 words, or None (no password)"""
 
 
+MOVE_VERB = "(move verb)"
+"""the verb of the handler that plays a solitaire's extra move words (``flip``, ``base 7h``)"""
+
+
 @dataclass(frozen=True)
 class CommandSpec:
     verb: str
-    game: bool
-    """a game command (``terrace move …``) rather than an account command"""
+    family: Family | None
+    """the family of games whose command it is (``terrace move …`` is a board
+    command); None for an account command"""
     usage: str
     auth: AuthAt
     fn: Handler
@@ -34,12 +40,15 @@ class CommandSpec:
 SPEC_ATTRIBUTE = "__pbmserv_command__"
 
 
-def command(verb: str, *, game: bool, usage: str, auth: AuthAt = None) -> Callable[[Handler], Handler]:
-    """Declare ``fn`` the handler of ``verb``.  ``auth``: where USERID PASSWORD stand
-    in its words, so ``serve`` can start the password check before the transaction."""
+def command(verb: str, *, game: bool | Family, usage: str, auth: AuthAt = None) -> Callable[[Handler], Handler]:
+    """Declare ``fn`` the handler of ``verb``: an account command (``game=False``), a
+    board game's (``game=True``) or a solitaire's (``game="solitaire"``).  ``auth``:
+    where USERID PASSWORD stand in its words, so ``serve`` can start the password
+    check before the transaction."""
+    family: Family | None = "board" if game is True else game or None
 
     def declare(fn: Handler) -> Handler:
-        setattr(fn, SPEC_ATTRIBUTE, CommandSpec(verb, game, usage, auth, fn))
+        setattr(fn, SPEC_ATTRIBUTE, CommandSpec(verb, family, usage, auth, fn))
         return fn
 
     return declare

@@ -5,7 +5,7 @@ and vacation."""
 from __future__ import annotations
 
 from ..commands import Command
-from ..gametypes import game_title
+from ..gametypes import DEFAULT_GAME_TYPE, game_title
 from ..render import render
 from ..store import Notifier, Subscription
 from .args import need, notice, shortened
@@ -47,7 +47,7 @@ def _board_first(words: list[str]) -> int | None:
 
 async def _subscription(ctx: Ctx, cmd: Command, on: bool) -> None:
     words = need(cmd, 3, 3)
-    game_type = cmd.game_type or "terrace"
+    game_type = cmd.game_type or DEFAULT_GAME_TYPE
     title = game_title(game_type)
     if words[2].lower() == "all" and not words[0].isdigit():
         user = await ctx.auth(words[0], words[1])

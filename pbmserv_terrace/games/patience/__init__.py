@@ -50,7 +50,7 @@ from __future__ import annotations
 from .cards import CardError, card_text, parse_card
 from .deal import deal_of_the_day, shuffled
 from .moves import Move, MoveSyntaxError, Pile, format_move, parse_move
-from .render import render
+from .render import render, status_line
 from .solver import SolveResult, hint, solve
 from .state import IllegalMove, State, new_game, replay
 from .variants import VARIANTS, Variant, get_variant
@@ -114,4 +114,5 @@ __all__ = [
     "replay",
     "shuffled",
     "solve",
+    "status_line",
 ]

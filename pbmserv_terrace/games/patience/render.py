@@ -39,7 +39,8 @@ def render(state: State) -> str:
     if state.choosing_base:
         out.append(f"Foundations build up {build} from the base card, K-A-2.")
     else:
-        out.append(f"Base {RANK_NAMES[state.base_rank]}s: foundations build up {build}, K-A-2.")
+        name = RANK_NAMES[state.base_rank]
+        out.append(f"Base {name}{'es' if name.endswith('x') else 's'}: foundations build up {build}, K-A-2.")
     waste = [card_text(c) for c in state.waste[-WASTE_SHOWN:]]
     hidden = len(state.waste) - len(waste)
     pass_note = " (second pass)" if state.stock_pass == 2 else ""
@@ -54,11 +55,12 @@ def render(state: State) -> str:
     out.append(" ".join(cells[4:]).rstrip())
     for i, pile in enumerate(state.tableau, 1):
         out += _wrap(f"t{i}:", [card_text(c) for c in pile] or ["(space)"])
-    out += _wrap("", _status(state).split())
+    out += _wrap("", status_line(state).split())
     return "\n".join(out) + "\n"
 
 
-def _status(state: State) -> str:
+def status_line(state: State) -> str:
+    """One sentence: what to do now, or how the game ended."""
     outcome = state.outcome()
     if outcome == "won":
         return "Won: all 104 cards are on the foundations."

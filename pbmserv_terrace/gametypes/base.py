@@ -1,0 +1,220 @@
+"""What the service needs from a game, as two protocols, and the table entry
+that names a game and says which protocol its rules follow.
+
+A *board* game (:class:`BoardRules`) is played by two to four people at one
+board, taking turns: Terrace and Terrace6x6.  The service runs every board
+command (challenge, move and its votes, queue, submit, show, …) through it.
+
+A *solitaire* (:class:`SolitaireRules`) is one player and a numbered deal:
+Terrace patience.  The service runs the solitaire commands (new, move, show,
+hint, undo, resign, deal-of-the-day, standings) through it; a solitaire's extra
+verbs that are only moves (patience's ``base`` and ``flip``) are declared in
+:attr:`SolitaireRules.move_verbs`, so the service needs no handler for them.
+
+A third game is a package under :mod:`pbmserv_terrace.games` plus an adapter
+module here and one line in :mod:`.table`; nothing in the service changes.
+"""
+
+from __future__ import annotations
+
+import datetime
+import random
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+Family = Literal["board", "solitaire"]
+
+
+class IllegalMoveError(ValueError):
+    """A move the game's rules refuse; the message is a sentence for the player."""
+
+
+class Outcome(Protocol):
+    winner: int | None
+    reason: str
+
+
+class BoardPosition(Protocol):
+    """A board game's position as the service uses it (an immutable value)."""
+
+    @property
+    def to_move(self) -> int: ...
+
+    def armies(self) -> Any: ...
+
+    def without_army(self, army: int) -> Any: ...
+
+    def outcome(self) -> Outcome | None: ...
+
+    def is_over(self) -> bool: ...
+
+    def announcements(self) -> list[str]:
+        """Sentences about the position for the status block (a threatened T …)."""
+        ...
+
+
+class BoardRules(Protocol):
+    """The rules of a turn-based board game for 2–4 players."""
+
+    size: int
+    """board edge in squares (for pictures and the web)"""
+    move_forms: str
+    """how a move is written, for error replies"""
+    two_player_setups: tuple[str, ...]
+    """the setups a two-player challenge may name (``-long`` …); the first is the default"""
+
+    def setup_for(self, players: int, setup: str | None) -> str:
+        """The setup a challenge of ``players`` plays (ValueError with a sentence)."""
+        ...
+
+    def start(self, setup: str) -> Any:
+        """The start position of ``setup``."""
+        ...
+
+    def load(self, text: str) -> Any:
+        """A stored position string → position."""
+        ...
+
+    def dump(self, pos: Any) -> str:
+        """A position → its stored string (at most 200 characters)."""
+        ...
+
+    def parse_move(self, pos: Any, text: str) -> Any:
+        """``text`` as a legal move in ``pos``; :class:`IllegalMoveError` (or a subclass
+        of ValueError) with a sentence when it is not."""
+        ...
+
+    def format_move(self, pos: Any, move: Any) -> str:
+        """The canonical text of ``move`` in ``pos``."""
+        ...
+
+    def play(self, pos: Any, move: Any) -> Any: ...
+
+    def looks_like_move(self, text: str) -> bool:
+        """``text`` has the shape of a move (without a position to check it on)."""
+        ...
+
+    def board_text(self, pos: Any) -> str:
+        """The position as ASCII for a mail."""
+        ...
+
+    def army_letters(self, army: int) -> str:
+        """How army ``army``'s pieces are written, for the status line."""
+        ...
+
+    def material(self, pos: Any) -> int:
+        """A count that never grows during a game (a repetition needs equal counts)."""
+        ...
+
+    def example_move(self, pos: Any) -> str:
+        """A legal move of the side to move, for the reply hint."""
+        ...
+
+    def robot_move(self, text: str, level: int, ply: int, history: Sequence[str] = ()) -> tuple[str, str]:
+        """The robot's move in the position string ``text`` and its comment (runs in
+        a worker process: strings in and out)."""
+        ...
+
+    def robot_accepts_draw(self, pos: Any, army: int, level: int, ply: int) -> bool: ...
+
+
+class SolitaireRules(Protocol):
+    """The rules of a one-player game played from a numbered deal."""
+
+    variants: Mapping[str, str]
+    """variant id → its name; the first is the default"""
+    max_score: int
+    move_verbs: Mapping[str, tuple[str, ...]]
+    """extra command words that are moves, and the names of the words each takes
+    (``base`` → ``("CARD",)``, ``flip`` → ``()``): ``patience base 5 U P 7h`` plays ``base 7h``"""
+    notation: str
+    """how moves are written, for error replies"""
+
+    def variant(self, name: str) -> str:
+        """The id of the variant called ``name`` (ValueError listing the variants)."""
+        ...
+
+    def deal_number(self, text: str) -> int:
+        """``--deal=N`` → N (ValueError with the range)."""
+        ...
+
+    def random_deal(self, rng: random.Random) -> int: ...
+
+    def deal_of_the_day(self, date: datetime.date, variant: str) -> int: ...
+
+    def start(self, variant: str, deal: int) -> Any: ...
+
+    def replay(self, variant: str, deal: int, moves: Sequence[str]) -> Any:
+        """The state after ``moves`` (already checked when they were played)."""
+        ...
+
+    def split_moves(self, words: Sequence[str]) -> list[str]:
+        """The words of ``move N U P …`` after the password → one text per move."""
+        ...
+
+    def play(self, state: Any, text: str) -> tuple[Any, str]:
+        """Play ``text``: the new state and the move's canonical text;
+        :class:`IllegalMoveError` (a ValueError) with a sentence when illegal."""
+        ...
+
+    def resign(self, state: Any) -> Any: ...
+
+    def score(self, state: Any) -> int: ...
+
+    def ending(self, state: Any) -> str | None:
+        """None while the game goes on; else ``won``, ``lost``, ``stuck`` or ``resigned``."""
+        ...
+
+    def next_step(self, state: Any) -> str:
+        """One sentence: what the player can do now (or how the game ended)."""
+        ...
+
+    def table_text(self, state: Any) -> str:
+        """The whole table as ASCII, at most 72 columns."""
+        ...
+
+    def hint(self, state: Any, seconds: float) -> str | None:
+        """One good move's text, or None when the solver finds none in time."""
+        ...
+
+    def help_text(self, variant: str | None = None) -> str: ...
+
+
+@dataclass(frozen=True)
+class GameType:
+    """One game the server runs: its command word, title and rules."""
+
+    name: str
+    """the command word: ``terrace move 101 …``"""
+    title: str
+    """in subjects and headings: ``Terrace Board 101``"""
+    family: Family
+    rules: Any
+    """:class:`BoardRules` for ``board``, :class:`SolitaireRules` for ``solitaire``"""
+    help_topics: tuple[str, ...] = ()
+    """``help TOPIC`` words that mean this game's help"""
+    verbs: tuple[str, ...] = field(default=())
+    """the game commands it answers (the parser's word list)"""
+    help_template: str = ""
+    """the template of ``help GAME`` (board games; a solitaire's help is its rules' text)"""
+    password_at: Mapping[str, int] = field(default_factory=dict)
+    """where the password stands in a command's words, for the game's own verbs
+    (masked when a command is quoted back or logged)"""
+
+    @property
+    def board_size(self) -> int:
+        """8 for terrace, 6 for terrace6x6 (board games only)."""
+        return int(self.rules.size) if self.family == "board" else 0
+
+    @property
+    def board(self) -> BoardRules:
+        assert self.family == "board", self.name
+        rules: BoardRules = self.rules
+        return rules
+
+    @property
+    def solitaire(self) -> SolitaireRules:
+        assert self.family == "solitaire", self.name
+        rules: SolitaireRules = self.rules
+        return rules

@@ -1,0 +1,110 @@
+"""Terrace and Terrace6x6 behind :class:`.base.BoardRules`: the rules core
+(:mod:`pbmserv_terrace.rules`) on an 8x8 or a 6x6 board."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ..engine import accepts_draw, choose_move, describe
+from ..rules import (
+    MOVE_FORMS,
+    Move,
+    Position,
+    format_move,
+    format_tpn,
+    goal_square,
+    looks_like_move,
+    parse_move,
+    parse_tpn,
+    render_board,
+    start_position,
+    variant_for_players,
+)
+from ..rules.pieces import piece_text
+
+TWO_PLAYER_SETUPS = ("long", "medium", "short", "master")
+BOARD_VERBS = (
+    "challenge", "move", "resign", "queue", "submit", "confirm", "preview", "chat", "show", "showas", "games",
+    "standings", "history", "help", "subscribe", "unsubscribe", "notify", "accept", "reject", "limit", "seek",
+    "vacation", "list",
+)  # fmt: skip
+"""the game commands of a board game (COMMANDS.md §3–§5)"""
+
+
+@dataclass(frozen=True)
+class TerraceRules:
+    """The Terrace rules on a ``size`` x ``size`` board."""
+
+    size: int
+    move_forms: str = MOVE_FORMS
+    two_player_setups: tuple[str, ...] = TWO_PLAYER_SETUPS
+
+    def setup_for(self, players: int, setup: str | None) -> str:
+        return variant_for_players(players, setup)
+
+    def start(self, setup: str) -> Position:
+        return start_position(setup, self.size)
+
+    def load(self, text: str) -> Position:
+        return parse_tpn(text, self.size)
+
+    def dump(self, pos: Position) -> str:
+        return format_tpn(pos)
+
+    def parse_move(self, pos: Position, text: str) -> Move:
+        return parse_move(pos, text)
+
+    def format_move(self, pos: Position, move: Move) -> str:
+        return format_move(pos, move)
+
+    def play(self, pos: Position, move: Move) -> Position:
+        return pos.play(move)
+
+    def looks_like_move(self, text: str) -> bool:
+        return looks_like_move(text)
+
+    def board_text(self, pos: Position) -> str:
+        return render_board(pos)
+
+    def army_letters(self, army: int) -> str:
+        """How army ``army``'s pieces are written (``T`` …, ``t`` …, primes for 3 and 4)."""
+        return piece_text(army << 3)
+
+    def material(self, pos: Position) -> int:
+        """The pieces on the board: a position with fewer can never repeat an earlier one."""
+        return pos.occ.bit_count()
+
+    def example_move(self, pos: Position) -> str:
+        """A move that is legal for the army to move, for hints: one that brings a
+        piece nearest its goal corner (``d2-e3`` at the long start), or ``d2-e3``
+        when the army has no move."""
+        moves = pos.legal_moves()
+        if not moves:
+            return "d2-e3"
+        geo, n = pos.geo, pos.geo.n
+        gx, gy = divmod(goal_square(n, pos.to_move), n)[::-1]
+
+        def distance(sq: int) -> int:
+            y, x = divmod(sq, n)
+            return max(abs(x - gx), abs(y - gy))
+
+        def step(m: Move) -> bool:  # a one-square move reads best as an example
+            return max(abs(m.frm % n - m.to % n), abs(m.frm // n - m.to // n)) > 1
+
+        move = min(
+            moves, key=lambda m: (step(m), distance(m.to) - distance(m.frm), distance(m.to), geo.name(m.frm), geo.name(m.to))
+        )
+        return f"{geo.name(move.frm)}-{geo.name(move.to)}"
+
+    def robot_move(self, text: str, level: int, ply: int, history: Sequence[str] = ()) -> tuple[str, str]:
+        """The robot's move in the position ``text`` and its one-line comment
+        (deterministic for its arguments)."""
+        pos = self.load(text)
+        result = choose_move(pos, level=level, ply=ply, history=[self.load(h) for h in history])
+        return format_move(pos, result.move), describe(result)
+
+    def robot_accepts_draw(self, pos: Position, army: int, level: int, ply: int) -> bool:
+        """Whether the robot playing ``army`` accepts a draw offer: only when its own
+        search says it stands worse."""
+        return accepts_draw(pos, army, level=level, ply=ply)

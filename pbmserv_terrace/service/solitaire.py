@@ -1,0 +1,489 @@
+"""Solitaire commands (issue 21): one player, a numbered deal, the game's rules
+behind :class:`pbmserv_terrace.gametypes.SolitaireRules`.  Terrace patience is the
+one solitaire today; nothing here knows it by name.
+
+A solitaire board is a :class:`~pbmserv_terrace.store.Game` row with one seat:
+``variant`` and ``options["deal"]`` say which cards, the move records say what
+was played (the state is the deal replayed), ``options`` also count the undos
+and hints taken and keep the score, and ``position`` holds a one-line summary.
+A game ends when it is won, when no move is left (or the game's own loss rule),
+or on ``resign``; ``status`` is then ``won`` or ``ended`` and ``result`` says how.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from typing import Any
+
+from ..commands import Command
+from ..gametypes import GAME_TYPES, Family, GameType, IllegalMoveError, SolitaireRules
+from ..store import FinishedGame, Game, MoveRecord, Seat, User
+from .args import need, shortened
+from .boards import board_error, load_game, web_line
+from .context import CommandError, Ctx, Mail
+from .spec import MOVE_VERB, command
+
+HINT_SECONDS = 1.0
+"""the solver's time for one hint"""
+MAX_MOVES_PER_MAIL = 200
+STANDINGS_DEALS = 8
+"""shared deals listed in ``standings``"""
+SOLITAIRE: Family = "solitaire"
+
+
+def _kind(cmd: Command) -> GameType:
+    return GAME_TYPES[cmd.game_type or ""]
+
+
+def _rules(game: Game) -> SolitaireRules:
+    return GAME_TYPES[game.game_type].solitaire
+
+
+def _deal(game: Game) -> int:
+    return int(game.options["deal"])
+
+
+async def _state(ctx: Ctx, game: Game) -> Any:
+    moves = await ctx.uow.moves.of_game(game.id)
+    return _rules(game).replay(game.variant, _deal(game), [m.move for m in moves])
+
+
+def _variant_name(game: Game) -> str:
+    return _rules(game).variants.get(game.variant, game.variant)
+
+
+def _summary(rules: SolitaireRules, state: Any) -> str:
+    return f"score {rules.score(state)}/{rules.max_score}"
+
+
+# --------------------------------------------------------------- board mails
+@dataclass
+class Table:
+    """What a solitaire board mail shows."""
+
+    game: Game
+    state: Any
+    headline: str
+    notes: list[str]
+    hint: str | None = None
+
+    def text(self) -> str:
+        game, rules = self.game, _rules(self.game)
+        player = game.seats[0].user.userid
+        lines = [f"{GAME_TYPES[game.game_type].title} Board {game.board_number}: {player} plays "
+                 f"{_variant_name(game)}, deal {_deal(game)}"]  # fmt: skip
+        if self.headline:
+            lines += ["", self.headline + "."]
+        lines += ["", *rules.table_text(self.state).rstrip("\n").split("\n")]
+        undos, hints = int(game.options.get("undos", 0)), int(game.options.get("hints", 0))
+        lines += ["", f"Moves: {game.ply}   Undos: {undos}   Hints: {hints}"]
+        if game.status != "active":
+            lines.append(f"Game over: {game.result}.")
+        lines += self.notes
+        return "\n".join(lines) + "\n"
+
+
+def reply_line(game: Game) -> str:
+    """The last line of a board mail: how to answer it by Reply."""
+    if game.status != "active":
+        return "Reply to this mail with show on the first line; or start a new deal with new."
+    return "Reply to this mail with your moves (e.g. w-t2 flip) on the first line; or undo, hint, show, resign."
+
+
+def subject_of(game: Game, *, new: bool = False, what: str = "") -> str:
+    title = GAME_TYPES[game.game_type].title
+    text = f"{'New ' if new else ''}{title} Board {game.board_number} {game.seats[0].user.userid}"
+    return text + (f" {what}" if what else "")
+
+
+async def mail_table(ctx: Ctx, table: Table, *, new: bool = False, what: str = "") -> None:
+    """The board mail to the player (with a reply key) and a copy to the sender when
+    someone else sent the command (an operator, another address)."""
+    game = table.game
+    user = game.seats[0].user
+    body = table.text() + web_line(ctx, game)
+    reply_to, key = await ctx.reply_address(game.game_type, game.board_number, user, game.ply)
+    text = body.rstrip("\n") + "\n\n" + reply_line(game) + "\n"
+    if user.addresses and not user.signed_off:
+        ctx.out.append(Mail(list(dict.fromkeys(user.addresses)), subject_of(game, new=new, what=what), text,
+                            reply_to=reply_to, reply_key=key))  # fmt: skip
+    if ctx.mail is not None and ctx.sender.lower() not in {a.lower() for a in user.addresses}:
+        ctx.out.append(Mail([ctx.sender], subject_of(game, new=new, what=what), body, for_sender=True))
+
+
+async def reply_to_table(ctx: Ctx, game: Game, headline: str) -> None:
+    """The table as it is, to the sender only (e.g. a reply to an older board mail)."""
+    state = await _state(ctx, game)
+    user = game.seats[0].user
+    reply_to, key = await ctx.reply_address(game.game_type, game.board_number, user, game.ply)
+    body = Table(game, state, headline, []).text().rstrip("\n") + "\n\n" + reply_line(game) + "\n"
+    ctx.out.append(Mail([ctx.sender], subject_of(game), body, for_sender=True, reply_to=reply_to, reply_key=key))
+
+
+async def _owner(ctx: Ctx, cmd: Command, words: list[str]) -> tuple[Game, User, Seat]:
+    """Board words[0] (locked) and its player, authenticated by words[1]/[2]."""
+    game, _ = await load_game(ctx, cmd, words[0])
+    user = await ctx.auth(words[1], words[2], known=[s.user for s in game.seats])
+    seat = game.seats[0]
+    if seat.user_id != user.id:
+        raise board_error(game, f"board {game.board_number} is {seat.user.userid}'s deal, not {user.userid}'s")
+    return game, user, seat
+
+
+def _require_active(game: Game) -> None:
+    if game.status != "active":
+        raise board_error(game, f"board {game.board_number} is over ({game.result}); start a new deal with new")
+
+
+async def _finish(ctx: Ctx, game: Game, rules: SolitaireRules, state: Any, ending: str) -> None:
+    score = rules.score(state)
+    how = {"won": "won", "lost": "lost", "stuck": "no move left", "resigned": "resigned"}.get(ending, ending)
+    game.status = "won" if ending == "won" else "ended"
+    game.winner_seat = 1 if ending == "won" else None
+    game.result = f"{how}, score {score}/{rules.max_score} in {game.ply} moves"
+    game.finished_at = ctx.now
+    game.deadline_at = None
+    ctx.uow.history.add(FinishedGame(game_id=game.id, game_type=game.game_type, board_number=game.board_number,
+                                     players=[game.seats[0].user.userid], result=game.result, plies=game.ply,
+                                     finished_at=ctx.now))  # fmt: skip
+
+
+def _record(ctx: Ctx, game: Game, text: str, rules: SolitaireRules, state: Any) -> None:
+    game.ply += 1
+    ctx.uow.moves.add(MoveRecord(game_id=game.id, ply=game.ply, seat=1, move=text, auto=False, played_at=ctx.now))
+    game.last_move_at = ctx.now
+    game.options = {**game.options, "score": rules.score(state)}
+    game.position = _summary(rules, state)
+
+
+# ----------------------------------------------------------------------- new
+@command("new", game=SOLITAIRE, usage="new USERID PASSWORD [-VARIANT] [--deal=N|today]", auth=0)
+async def new(ctx: Ctx, cmd: Command) -> None:
+    kind = _kind(cmd)
+    rules = kind.solitaire
+    words = need(cmd, 2, 2)
+    user = await ctx.auth(words[0], words[1])
+    if len(cmd.params) > 1:
+        raise CommandError("name at most one variant, e.g. -" + next(iter(rules.variants)))
+    try:
+        variant = rules.variant(cmd.params[0]) if cmd.params else next(iter(rules.variants))
+    except ValueError as exc:
+        raise CommandError(str(exc)) from None
+    unknown = [k for k in cmd.options if k != "deal"]
+    if unknown:
+        raise CommandError(f"unknown option --{unknown[0][:30]}; the option is --deal=N (or --deal=today)")
+    text = cmd.options.get("deal", "").strip()
+    try:
+        if text.lower() == "today":
+            deal = rules.deal_of_the_day(ctx.now.date(), variant)
+        elif text:
+            deal = rules.deal_number(text)
+        else:
+            deal = rules.random_deal(random.SystemRandom())
+    except ValueError as exc:
+        raise CommandError(str(exc)) from None
+    state = rules.start(variant, deal)
+    number = await ctx.uow.games.next_board_number(kind.name)
+    game = Game(
+        game_type=kind.name, board_number=number, variant=variant,
+        options={"deal": deal, "undos": 0, "hints": 0, "score": rules.score(state)},
+        position=_summary(rules, state), start_position=f"deal {deal}", ply=0, status="active", rated=False,
+        draw_votes=[], undo_votes=[], created_at=ctx.now, last_move_at=ctx.now,
+        seats=[Seat(seat=1, user=user, user_id=user.id, active=True, resign_pending=False, queued_moves=[],
+                    clock_seconds=0.0)],
+    )  # fmt: skip
+    ctx.uow.games.add(game)
+    await ctx.uow.flush()
+    ctx.board = str(number)
+    notes = ["", f"Others can play the same cards: {kind.name} new USERID PASSWORD -{variant} --deal={deal}"]
+    headline = f"{user.userid} starts deal {deal}"
+    await mail_table(ctx, Table(game, state, headline, notes), new=True)
+
+
+# ---------------------------------------------------------------------- moves
+async def _play_moves(ctx: Ctx, cmd: Command, game: Game, user: User, texts: list[str]) -> None:
+    rules = _rules(game)
+    _require_active(game)
+    if not texts:
+        raise board_error(game, f"no move given; write moves as {rules.notation}")
+    if len(texts) > MAX_MOVES_PER_MAIL:
+        raise board_error(game, f"at most {MAX_MOVES_PER_MAIL} moves in one mail")
+    state = await _state(ctx, game)
+    played: list[str] = []
+    stopped: str | None = None
+    for i, text in enumerate(texts, 1):
+        try:
+            state, canonical = rules.play(state, text)
+        except IllegalMoveError as exc:
+            where = f"move {i} ({text[:40]})" if len(texts) > 1 else f"'{text[:40]}'"
+            stopped = f"{where} was not played: {exc}"
+            break
+        _record(ctx, game, canonical, rules, state)
+        played.append(canonical)
+        ending = rules.ending(state)
+        if ending is not None:
+            await _finish(ctx, game, rules, state, ending)
+            if i < len(texts):
+                stopped = f"the game ended after move {i}; the {len(texts) - i} moves after it were not played"
+            break
+    if not played:
+        # nothing changed: an error reply (with the table as it is)
+        assert stopped is not None
+        raise board_error(game, stopped + "\n\n" + rules.table_text(state).rstrip("\n"))
+    notes: list[str] = []
+    if stopped:
+        notes += ["", f"Stopped: {stopped}"]
+    comment = cmd.comment.strip()
+    if comment:
+        notes += ["", f"Your note: {shortened(ctx, comment, 2000)}"]
+    headline = f"{user.userid} played {' '.join(played)}"
+    await mail_table(ctx, Table(game, state, headline, notes))
+
+
+@command("move", game=SOLITAIRE, usage="move BOARD USERID PASSWORD MOVE [MOVE …]", auth=1)
+async def move(ctx: Ctx, cmd: Command) -> None:
+    words = need(cmd, 4)
+    game, user, _ = await _owner(ctx, cmd, words)
+    await _play_moves(ctx, cmd, game, user, _rules(game).split_moves(words[3:]))
+
+
+@command(MOVE_VERB, game=SOLITAIRE, usage="", auth=1)
+async def move_verb(ctx: Ctx, cmd: Command) -> None:
+    """A solitaire's extra move word: ``flip 5 U P`` plays ``flip``, ``base 5 U P 7h``
+    plays ``base 7h``."""
+    extra = len(_kind(cmd).solitaire.move_verbs[cmd.verb])
+    words = need(cmd, 3 + extra, 3 + extra)
+    game, user, _ = await _owner(ctx, cmd, words)
+    await _play_moves(ctx, cmd, game, user, [" ".join([cmd.verb, *words[3:]])])
+
+
+@command("undo", game=SOLITAIRE, usage="undo BOARD USERID PASSWORD [COUNT]", auth=1)
+async def undo(ctx: Ctx, cmd: Command) -> None:
+    words = need(cmd, 3, 4)
+    game, user, _ = await _owner(ctx, cmd, words)
+    rules = _rules(game)
+    count = 1
+    if len(words) == 4:
+        if not words[3].isdigit() or int(words[3]) < 1:
+            raise board_error(game, f"'{words[3][:20]}' is not a number of moves to take back")
+        count = int(words[3])
+    if game.status == "won" or (game.result or "").startswith("resigned"):
+        raise board_error(game, f"board {game.board_number} is over ({game.result}); start a new deal with new")
+    if game.ply == 0:
+        raise board_error(game, "there is no move to undo")
+    count = min(count, game.ply)
+    moves = await ctx.uow.moves.of_game(game.id)
+    await ctx.uow.moves.delete_from(game.id, game.ply - count + 1)
+    kept = moves[: len(moves) - count]
+    state = rules.replay(game.variant, _deal(game), [m.move for m in kept])
+    taken = [m.move for m in moves[len(kept) :]]
+    game.ply = len(kept)
+    if game.status != "active":  # undoing the last move of a game that ended with no move left
+        game.status, game.result, game.winner_seat, game.finished_at = "active", None, None, None
+        await ctx.uow.history.delete_of_game(game.id)
+    game.options = {**game.options, "undos": int(game.options.get("undos", 0)) + count, "score": rules.score(state)}
+    game.position = _summary(rules, state)
+    game.last_move_at = ctx.now
+    noun = "move" if count == 1 else f"{count} moves"
+    await mail_table(ctx, Table(game, state, f"{user.userid} took back {noun} ({' '.join(taken)})", []))
+
+
+@command("resign", game=SOLITAIRE, usage="resign BOARD USERID PASSWORD", auth=1)
+async def resign(ctx: Ctx, cmd: Command) -> None:
+    words = need(cmd, 3, 3)
+    game, user, _ = await _owner(ctx, cmd, words)
+    _require_active(game)
+    rules = _rules(game)
+    state = rules.resign(await _state(ctx, game))
+    await _finish(ctx, game, rules, state, "resigned")
+    await mail_table(ctx, Table(game, state, f"{user.userid} resigns", []))
+
+
+@command("hint", game=SOLITAIRE, usage="hint BOARD USERID PASSWORD", auth=1)
+async def hint(ctx: Ctx, cmd: Command) -> None:
+    words = need(cmd, 3, 3)
+    game, _, _ = await _owner(ctx, cmd, words)
+    _require_active(game)
+    rules = _rules(game)
+    state = await _state(ctx, game)
+    found = rules.hint(state, HINT_SECONDS)
+    game.options = {**game.options, "hints": int(game.options.get("hints", 0)) + 1}
+    if found is None:
+        line = "The solver found no move that helps within its time; the game may be lost (resign ends it)."
+    else:
+        line = f"Hint: {found}   (reply with it, or: {game.game_type} move {game.board_number} USERID PASSWORD {found})"
+    await mail_table(ctx, Table(game, state, "", ["", line]), what="hint")
+
+
+@command("show", game=SOLITAIRE, usage="show BOARD", auth=None)
+async def show(ctx: Ctx, cmd: Command) -> None:
+    words = need(cmd, 1, 1)
+    game, _ = await load_game(ctx, cmd, words[0], lock=False)
+    state = await _state(ctx, game)
+    notes: list[str] = []
+    body = Table(game, state, "", notes).text() + web_line(ctx, game)
+    user = game.seats[0].user
+    if ctx.sender.lower() in {a.lower() for a in user.addresses}:
+        await mail_table(ctx, Table(game, state, "", notes))
+        return
+    ctx.out.append(Mail([ctx.sender], subject_of(game), body, for_sender=True))
+
+
+# --------------------------------------------------------------- deals, games
+def _beats(a: Game, b: Game) -> float:
+    """1 when ``a`` did better than ``b`` on the same deal (more cards home, then
+    fewer moves), 0.5 for a tie, else 0."""
+    sa, sb = int(a.options.get("score", 0)), int(b.options.get("score", 0))
+    if sa != sb:
+        return float(sa > sb)
+    if a.ply != b.ply:
+        return float(a.ply < b.ply)
+    return 0.5
+
+
+@dataclass
+class PlayerLine:
+    userid: str
+    points: float = 0.0
+    shared: int = 0
+    played: int = 0
+    won: int = 0
+    cards: int = 0
+    moves: int = 0
+
+
+def standings_lines(kind: GameType, games: list[Game], *, limit: int = STANDINGS_DEALS) -> list[str]:
+    """The standings of a solitaire: per player, points from every deal they shared
+    with others (one per player beaten: more cards home, or as many in fewer moves;
+    half for a tie), then the shared deals one by one."""
+    rules = kind.solitaire
+    best: dict[tuple[str, int, str], Game] = {}
+    for g in games:  # a player's best finished game on each deal counts
+        key = (g.variant, _deal(g), g.seats[0].user.userid)
+        if key not in best or _beats(g, best[key]) == 1.0:
+            best[key] = g
+    deals: dict[tuple[str, int], list[Game]] = {}
+    for (variant, deal, _), g in best.items():
+        deals.setdefault((variant, deal), []).append(g)
+    table: dict[str, PlayerLine] = {}
+    for g in best.values():
+        line = table.setdefault(g.seats[0].user.userid, PlayerLine(g.seats[0].user.userid))
+        line.played += 1
+        line.won += g.status == "won"
+        line.cards += int(g.options.get("score", 0))
+        line.moves += g.ply
+    for group in deals.values():
+        if len(group) < 2:
+            continue
+        for g in group:
+            line = table[g.seats[0].user.userid]
+            line.shared += 1
+            line.points += sum(_beats(g, other) for other in group if other is not g)
+    ranked = sorted(table.values(), key=lambda p: (-p.points, -p.cards / p.played, p.moves / p.played, p.userid))
+    out = [f"{kind.title} standings: {len(games)} finished games on {len(deals)} deals", ""]
+    if not ranked:
+        return [*out, "No game has ended yet."]
+    out.append(f"{'#':>3} {'player':<16} {'points':>6} {'shared':>6} {'games':>5} {'won':>4} {'avg cards':>9} {'avg moves':>9}")
+    for i, p in enumerate(ranked, 1):
+        out.append(f"{i:>3} {p.userid:<16} {p.points:>6g} {p.shared:>6} {p.played:>5} {p.won:>4} "
+                   f"{p.cards / p.played:>9.1f} {p.moves / p.played:>9.1f}")  # fmt: skip
+    shared = [(k, v) for k, v in deals.items() if len(v) > 1]
+    shared.sort(key=lambda kv: max(g.finished_at or g.created_at for g in kv[1]), reverse=True)
+    if shared:
+        out += ["", "Points: one for each player beaten on the same deal (more cards home, then fewer moves)."]
+    for (variant, deal), group in shared[:limit]:
+        out += ["", f"Deal {deal} ({rules.variants.get(variant, variant)}):"]
+        group.sort(key=lambda g: (-int(g.options.get("score", 0)), g.ply, g.seats[0].user.userid))
+        for i, g in enumerate(group, 1):
+            out.append(f"  {i}. {g.seats[0].user.userid:<16} {int(g.options.get('score', 0)):>3} cards "
+                       f"in {g.ply} moves (board {g.board_number})")  # fmt: skip
+    return out
+
+
+@command("standings", game=SOLITAIRE, usage="standings", auth=None)
+async def standings(ctx: Ctx, cmd: Command) -> None:
+    need(cmd, 0, 0)
+    kind = _kind(cmd)
+    games = await ctx.uow.games.ended_of_type(kind.name)
+    ctx.reply(f"{kind.title} standings", "notice.txt", lines=standings_lines(kind, games), comment=None)
+
+
+@command("deal-of-the-day", game=SOLITAIRE, usage="deal-of-the-day [-VARIANT]", auth=None)
+async def deal_of_the_day(ctx: Ctx, cmd: Command) -> None:
+    need(cmd, 0, 0)
+    kind = _kind(cmd)
+    rules = kind.solitaire
+    try:
+        variants = [rules.variant(p) for p in cmd.params] or list(rules.variants)
+    except ValueError as exc:
+        raise CommandError(str(exc)) from None
+    today = ctx.now.date()
+    lines = [f"The deals of {today.isoformat()}: everyone who plays one plays the same cards.", ""]
+    for v in variants:
+        lines.append(f"  {rules.variants[v]:<24} deal {rules.deal_of_the_day(today, v)}")
+    lines += ["", f"Play one: {kind.name} new USERID PASSWORD -{variants[0]} --deal=today",
+              f"Compare: {kind.name} standings"]  # fmt: skip
+    ctx.reply(f"{kind.title} deal of the day", "notice.txt", lines=lines, comment=None)
+
+
+@command("games", game=SOLITAIRE, usage="games [USERID]", auth=None)
+async def games(ctx: Ctx, cmd: Command) -> None:
+    words = need(cmd, 0, 1)
+    kind = _kind(cmd)
+    if words:
+        user = await ctx.uow.users.get(words[0])
+        if user is None or user.is_deleted:
+            raise CommandError(f"{words[0][:32]}: no such user")
+    else:
+        found = await ctx.uow.users.with_address(ctx.sender)
+        if not found:
+            raise CommandError(f"name a userid: {kind.name} games USERID")
+        user = found[0]
+    rows = await ctx.uow.games.for_users([user.id], kind.name)
+    lines = [f"{kind.title} boards of {user.userid}: {len(rows)}", ""]
+    for g in rows:
+        state = "in play" if g.status == "active" else g.result
+        lines.append(f"  board {g.board_number:<6} {kind.solitaire.variants.get(g.variant, g.variant):<22} "
+                     f"deal {_deal(g):<12} {g.ply:>4} moves, {g.position}; {state}")  # fmt: skip
+    ctx.reply(f"{kind.title} games", "notice.txt", lines=lines, comment=None)
+
+
+@command("help", game=SOLITAIRE, usage="help", auth=None)
+async def help_(ctx: Ctx, cmd: Command) -> None:
+    kind = _kind(cmd)
+    ctx.reply(f"{kind.title} help", "notice.txt", lines=help_lines(kind), comment=None)
+
+
+def help_lines(kind: GameType) -> list[str]:
+    rules = kind.solitaire
+    name = kind.name
+    lines = rules.help_text().rstrip("\n").split("\n")
+    return [*lines, "",
+            "Commands (USERID PASSWORD are yours; BOARD is the number in the board mail):",
+            f"  {name} new USERID PASSWORD [-VARIANT] [--deal=N|today]   start a deal",
+            f"  {name} move BOARD USERID PASSWORD MOVE [MOVE ...]       several moves in order",
+            *(f"  {name} {' '.join([verb, 'BOARD USERID PASSWORD', *args]):<41} same as move ... "
+              + " ".join([verb, *args]) for verb, args in rules.move_verbs.items()),
+            f"  {name} undo BOARD USERID PASSWORD [COUNT]     take moves back (counted)",
+            f"  {name} hint BOARD USERID PASSWORD             one good move from the solver (counted)",
+            f"  {name} resign BOARD USERID PASSWORD           end the game with its score",
+            f"  {name} show BOARD                             the table as it is",
+            f"  {name} games [USERID]                         your boards",
+            f"  {name} deal-of-the-day [-VARIANT]             the day's deals, the same for everyone",
+            f"  {name} standings                              ranking on shared deals",
+            "",
+            "Or just reply to a board mail with your moves on the first line (e.g. w-t2 flip t4-f1),",
+            "or undo, hint, show, resign.",
+            ]  # fmt: skip
+
+
+def abandon(ctx: Ctx, game: Game, why: str) -> None:
+    """End an active solitaire board without a mail (its player's account is deleted)."""
+    game.status = "ended"
+    game.result = f"{why}, score {int(game.options.get('score', 0))} in {game.ply} moves"
+    game.finished_at = ctx.now
+    game.deadline_at = None
+
+
+__all__ = ["abandon", "help_lines", "reply_line", "standings_lines"]
