@@ -6,6 +6,7 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 
 from sqlalchemy import String, cast, delete, func, select, update
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import joinedload, selectinload
 
@@ -75,13 +76,20 @@ class Users:
         return list(rows.scalars())
 
 
+FIRST_BOARD = 101
+"""board numbers start at 101 for every game type (COMMANDS.md §3)"""
+
+
 class Games:
     def __init__(self, session: AsyncSession) -> None:
         self.s = session
 
     async def next_board_number(self, game_type: str) -> int:
         """Allocate the next board number of ``game_type`` (101, 102, …).  The UPDATE
-        locks the counter row until commit, so concurrent challenges serialise here."""
+        locks the counter row until commit, so concurrent challenges serialise here.
+        A game type's first board makes its counter (a game added to the table
+        needs no migration); of two first boards at once, one insert waits for the
+        other and fails, and takes the next number."""
         stmt = (
             update(BoardCounter)
             .where(BoardCounter.game_type == game_type)
@@ -91,7 +99,12 @@ class Games:
         )
         new = (await self.s.execute(stmt)).scalar_one_or_none()
         if new is None:
-            raise LookupError(f"no board counter for game type {game_type!r}")
+            try:
+                async with self.s.begin_nested():
+                    self.s.add(BoardCounter(game_type=game_type, next_number=FIRST_BOARD + 1))
+                return FIRST_BOARD
+            except IntegrityError:
+                new = (await self.s.execute(stmt)).scalar_one()
         return int(new) - 1
 
     def add(self, game: Game) -> None:
