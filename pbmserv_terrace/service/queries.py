@@ -4,7 +4,7 @@ history, preview, help, list, all show.  Every answer goes to the sender only.""
 from __future__ import annotations
 
 from ..commands import Command
-from ..gametypes import DEFAULT_GAME_TYPE, GAME_TYPES, board_rules, game_title
+from ..gametypes import DEFAULT_GAME_TYPE, GAME_TYPES, board_rules, family_of, game_title
 from ..render import GameView, PlayerView, move_table
 from ..store import Game, User
 from .accounts import help_values
@@ -22,6 +22,7 @@ from .boards import (
     web_line,
 )
 from .context import CommandError, Ctx
+from .solitaire import list_boards as solitaire_list
 from .spec import command
 
 SELECTORS = ("active", "inactive", "next", "all")
@@ -84,7 +85,8 @@ async def _boards_of(ctx: Ctx, game_type: str | None, userids: list[str], select
     if missing:
         raise CommandError(f"no such user: {', '.join(m[:32] for m in missing)}", game_type=game_type)
     users = list(found.values())
-    return found, _select(await ctx.uow.games.for_users([u.id for u in users], game_type), selector, users)
+    games = [g for g in await ctx.uow.games.for_users([u.id for u in users], game_type) if family_of(g.game_type) == "board"]
+    return found, _select(games, selector, users)
 
 
 async def show_users(ctx: Ctx, game_type: str | None, userids: list[str], selector: str, viewer: User | None = None) -> None:
@@ -315,12 +317,15 @@ async def preview(ctx: Ctx, cmd: Command) -> None:
 
 
 # ------------------------------------------------- account-level queries
-@command("list", game=False, usage="list [terrace|terrace6x6]")
+@command("list", game=False, usage="list [GAME]")
 async def list_(ctx: Ctx, cmd: Command) -> None:
     if cmd.words:
         game_type = cmd.words[0].lower()
         if game_type not in GAME_TYPES:
-            raise CommandError(f"this server runs {' and '.join(GAME_TYPES)}, not '{game_type[:30]}'")
+            raise CommandError(f"this server runs {', '.join(GAME_TYPES)}, not '{game_type[:30]}'")
+        if family_of(game_type) == "solitaire":
+            await solitaire_list(ctx, GAME_TYPES[game_type])
+            return
         await games_table(ctx, game_type, [], "active")
         return
     rows = [{"game_type": t, "active": await ctx.uow.games.count_active(t)} for t in GAME_TYPES]

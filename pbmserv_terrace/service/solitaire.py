@@ -219,9 +219,10 @@ async def _play_moves(ctx: Ctx, cmd: Command, game: Game, user: User, texts: lis
             where = f"move {i} ({text[:40]})" if len(texts) > 1 else f"'{text[:40]}'"
             stopped = f"{where} was not played: {exc}"
             break
-        _record(ctx, game, canonical, rules, state)
-        played.append(canonical)
         ending = rules.ending(state)
+        if ending != "resigned":  # resigning ends the game; it is no move
+            _record(ctx, game, canonical, rules, state)
+        played.append(canonical)
         if ending is not None:
             await _finish(ctx, game, rules, state, ending)
             if i < len(texts):
@@ -396,7 +397,7 @@ def standings_lines(kind: GameType, games: list[Game], *, limit: int = STANDINGS
         out += ["", f"Deal {deal} ({rules.variants.get(variant, variant)}):"]
         group.sort(key=lambda g: (-int(g.options.get("score", 0)), g.ply, g.seats[0].user.userid))
         for i, g in enumerate(group, 1):
-            out.append(f"  {i}. {g.seats[0].user.userid:<16} {int(g.options.get('score', 0)):>3} cards "
+            out.append(f"  {i}. {g.seats[0].user.userid:<16} {int(g.options.get('score', 0)):>3} card{'' if g.options.get('score') == 1 else 's'} "
                        f"in {g.ply} moves (board {g.board_number})")  # fmt: skip
     return out
 
@@ -425,6 +426,16 @@ async def deal_of_the_day(ctx: Ctx, cmd: Command) -> None:
     lines += ["", f"Play one: {kind.name} new USERID PASSWORD -{variants[0]} --deal=today",
               f"Compare: {kind.name} standings"]  # fmt: skip
     ctx.reply(f"{kind.title} deal of the day", "notice.txt", lines=lines, comment=None)
+
+
+async def list_boards(ctx: Ctx, kind: GameType) -> None:
+    """``list GAME`` for a solitaire: the boards in play."""
+    rows = await ctx.uow.games.active_of_type(kind.name)
+    lines = [f"{kind.title} boards in play: {len(rows)}", ""]
+    for g in rows:
+        variant = kind.solitaire.variants.get(g.variant, g.variant)
+        lines.append(f"  board {g.board_number:<6} {g.seats[0].user.userid:<16} {variant:<22} {g.ply:>4} moves, {g.position}")
+    ctx.reply(f"{kind.title} games", "notice.txt", lines=lines, comment=None)
 
 
 @command("games", game=SOLITAIRE, usage="games [USERID]", auth=None)
@@ -456,26 +467,30 @@ async def help_(ctx: Ctx, cmd: Command) -> None:
 
 
 def help_lines(kind: GameType) -> list[str]:
+    """``help GAME`` for a solitaire: its rules' text, then its commands (72 columns)."""
     rules = kind.solitaire
     name = kind.name
+    own = "BOARD USERID PASSWORD"
+    commands = [
+        ("new USERID PASSWORD [-VARIANT] [--deal=N|today]", "start a deal (a random one without --deal)"),
+        (f"move {own} MOVE [MOVE ...]", "several moves, played in order"),
+        *((" ".join([verb, own, *args]), f"the same as: move {own} {' '.join([verb, *args])}")
+          for verb, args in rules.move_verbs.items()),
+        (f"undo {own} [COUNT]", "take moves back (counted)"),
+        (f"hint {own}", "one good move from the solver (counted)"),
+        (f"resign {own}", "end the game with its score"),
+        ("show BOARD", "the table as it is"),
+        ("games [USERID]", "your boards"),
+        ("deal-of-the-day [-VARIANT]", "the day's deals, the same for everyone"),
+        ("standings", "the ranking on deals played by several players"),
+    ]  # fmt: skip
     lines = rules.help_text().rstrip("\n").split("\n")
-    return [*lines, "",
-            "Commands (USERID PASSWORD are yours; BOARD is the number in the board mail):",
-            f"  {name} new USERID PASSWORD [-VARIANT] [--deal=N|today]   start a deal",
-            f"  {name} move BOARD USERID PASSWORD MOVE [MOVE ...]       several moves in order",
-            *(f"  {name} {' '.join([verb, 'BOARD USERID PASSWORD', *args]):<41} same as move ... "
-              + " ".join([verb, *args]) for verb, args in rules.move_verbs.items()),
-            f"  {name} undo BOARD USERID PASSWORD [COUNT]     take moves back (counted)",
-            f"  {name} hint BOARD USERID PASSWORD             one good move from the solver (counted)",
-            f"  {name} resign BOARD USERID PASSWORD           end the game with its score",
-            f"  {name} show BOARD                             the table as it is",
-            f"  {name} games [USERID]                         your boards",
-            f"  {name} deal-of-the-day [-VARIANT]             the day's deals, the same for everyone",
-            f"  {name} standings                              ranking on shared deals",
-            "",
-            "Or just reply to a board mail with your moves on the first line (e.g. w-t2 flip t4-f1),",
-            "or undo, hint, show, resign.",
-            ]  # fmt: skip
+    lines += ["", "Commands (USERID PASSWORD are yours; BOARD is the number in the board mail):"]
+    for form, what in commands:
+        lines += [f"  {name} {form}", f"      {what}"]
+    lines += ["", "Or reply to a board mail with your moves on its first line (e.g. w-t2 flip",
+              "t4-f1), or undo, hint, show, resign: no password needed."]  # fmt: skip
+    return lines
 
 
 def abandon(ctx: Ctx, game: Game, why: str) -> None:
