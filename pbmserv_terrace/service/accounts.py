@@ -168,6 +168,9 @@ async def message(ctx: Ctx, cmd: Command) -> None:
     missing = [w for w in words[2:] if w.lower() not in found]
     if missing:
         raise CommandError(f"no such user: {', '.join(m[:32] for m in missing)}")
+    robots = sorted(u.userid for u in found.values() if u.is_robot)
+    if robots:
+        raise CommandError(f"{', '.join(robots)}: a robot player reads no mail (it answers on the board: chat there)")
     body = render("message.txt", kind="Message", author=user.userid, server_name=ctx.server_name, text=cmd.comment.strip())
     ctx.send(list(found.values()), f"Message from {user.userid} via {ctx.server_name}", body)
     notice(ctx, f"{ctx.server_name}: message sent", f"Your message went to: {', '.join(sorted(found))}")

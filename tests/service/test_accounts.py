@@ -99,6 +99,8 @@ def test_message_and_broadcast(h):
     r = h.send("ann", "broadcast ann pw-ann", "Server moves tonight")
     assert {x.subject for x in r} == {"Broadcast from ann via PBM Server"} and len(r) == 3
     assert "empty" in h.send("ann", "broadcast ann pw-ann")[0].body
+    [r] = h.send("ann", "message ann pw-ann ben robot2", "hello")
+    assert "robot2: a robot player reads no mail" in r.body and r.subject.endswith("error")
 
 
 def test_vacation_limit_seek(h):
