@@ -1,7 +1,7 @@
 """Sending a finished reply: over SMTP (aiosmtplib, a few connections kept open,
-TLS verified, password or OAuth2 XOAUTH2 login) or into a local Maildir (the
-embedded default).  Network adapters only: which
-reply to send, and what to record about it, is the outbox's job (app/outbox.py).
+TLS verified, password or OAuth2 login: XOAUTH2, else OAUTHBEARER) or into a
+local Maildir (the embedded default).  Network adapters only: which reply to
+send, and what to record about it, is the outbox's job (app/outbox.py).
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ import asyncio
 import email.policy
 import logging
 import mailbox
+import weakref
 from email.message import Message
 from pathlib import Path
 from typing import Protocol
@@ -17,7 +18,7 @@ from typing import Protocol
 import aiosmtplib
 
 from ..config import Config
-from .oauth2 import OAuth2Error, TokenSource, token_source, with_token_retry
+from .oauth2 import MECHANISMS, SASL_ABORT, AccessToken, OAuth2Error, TokenSource, sasl_initial, token_source, with_token_retry
 from .tls import TlsError, client_context, explain
 
 log = logging.getLogger("pbmserv.outbound")
@@ -67,11 +68,31 @@ class MaildirDelivery:
         return None
 
 
+class LoginFailed(RuntimeError):
+    """The SMTP server refused our login (password or token), or could not check
+    it now.  A problem of this server's account, never of a reply's recipient:
+    the reply stays queued and is tried again later."""
+
+
+def _closed_by_server(exc: BaseException) -> bool:
+    """The server ended the session before taking the message: a dropped
+    connection, or ``421`` (closing the channel, as a provider does when the
+    session's access token expired) to a command of the transaction."""
+    if isinstance(exc, aiosmtplib.SMTPServerDisconnected | aiosmtplib.SMTPConnectError | ConnectionError):
+        return True
+    if isinstance(exc, aiosmtplib.SMTPRecipientsRefused):
+        return bool(exc.recipients) and all(r.code == 421 for r in exc.recipients)
+    return isinstance(exc, aiosmtplib.SMTPResponseException) and exc.code == 421
+
+
 class SmtpDelivery:
     """Real mail: aiosmtplib with implicit TLS, STARTTLS or plain, and auth.  Up
     to ``smtp.connections`` connections send at once (as an MTA does); each stays
-    open for the next message until :meth:`close`.  An error drops the connection
-    it happened on (the next message opens a fresh one)."""
+    open for the next message until :meth:`close`, or, with OAuth2, until the
+    access token it logged in with is due for renewal (a provider may end a
+    session whose token expired).  An error drops the connection it happened on
+    (the next message opens a fresh one); a kept connection the server ended
+    meanwhile (dropped, or ``421``) is replaced once for the same message."""
 
     def __init__(self, config: Config, connections: int | None = None) -> None:
         self.cfg = config.smtp
@@ -79,11 +100,15 @@ class SmtpDelivery:
         self.size = max(1, connections or self.cfg.connections)
         self._idle: list[aiosmtplib.SMTP] = []
         self._slots: asyncio.Semaphore | None = None
+        self._logged_in: weakref.WeakKeyDictionary[aiosmtplib.SMTP, AccessToken] = weakref.WeakKeyDictionary()
+        """the access token each OAuth2 connection logged in with"""
 
     async def connect(self) -> aiosmtplib.SMTP:
         """A new connection, made, secured and authenticated.  TLS is verified
         (``ca_file`` or the system's store); STARTTLS that the server does not
-        offer is an error, never plain text instead."""
+        offer is an error, never plain text instead.  A refused login raises
+        :class:`LoginFailed` (or :class:`~.oauth2.OAuth2Error`), never
+        :class:`PermanentFailure`: it says nothing about the recipient."""
         cfg = self.cfg
         client = aiosmtplib.SMTP(
             hostname=cfg.host,
@@ -99,42 +124,75 @@ class SmtpDelivery:
             message = explain(exc, "smtp", cfg.host, cfg.port, cfg.ca_file)
             if message is not None:
                 raise TlsError(message) from None
+            if isinstance(exc, aiosmtplib.SMTPResponseException) and exc.code not in THROTTLE_CODES:
+                raise LoginFailed(f"SMTP {cfg.host}:{cfg.port} greeted with {exc.code} {exc.message}") from None
             raise
         try:
             if cfg.auth == "oauth2":
-                await self._xoauth2(client)
+                self._logged_in[client] = await self._oauth2(client)
             elif cfg.user:
                 await client.login(cfg.user, cfg.password)
+        except aiosmtplib.SMTPResponseException as exc:
+            client.close()
+            if exc.code in THROTTLE_CODES:
+                raise Throttled(f"{exc.code} {exc.message}") from exc
+            raise LoginFailed(f"SMTP {cfg.host}: login as {cfg.user} refused ({exc.code} {exc.message})") from None
         except BaseException:
             client.close()
             raise
         return client
 
-    async def _xoauth2(self, client: aiosmtplib.SMTP) -> None:
-        if client.is_ehlo_or_helo_needed:
-            await client.ehlo()  # the AUTH methods are known after EHLO
-        if "xoauth2" not in client.server_auth_methods:
-            raise OAuth2Error(f"SMTP {self.cfg.host}: the server does not offer AUTH XOAUTH2; use smtp.auth = 'password'")
-
-        async def attempt(token: str) -> bool:
-            try:
-                await client.auth_xoauth2(self.cfg.user, token)
-            except aiosmtplib.SMTPAuthenticationError:
-                return False
-            return True
-
+    async def _oauth2(self, client: aiosmtplib.SMTP) -> AccessToken:
+        """AUTH XOAUTH2 (else OAUTHBEARER) with the current access token, and once
+        more with a fresh one if the server refuses it (5xx).  A 4xx (the server
+        cannot check tokens now) is raised: the reply waits, the token is fine."""
+        cfg = self.cfg
         if self.tokens is None:
             raise OAuth2Error("smtp.auth is 'oauth2' but [oauth2] is not configured")
-        await with_token_retry(self.tokens, attempt)
+        if client.is_ehlo_or_helo_needed:
+            await client.ehlo()  # the AUTH methods are known after EHLO
+        mechanism = next((m for m in MECHANISMS if m.lower() in client.server_auth_methods), None)
+        if mechanism is None:
+            raise OAuth2Error(
+                f"SMTP {cfg.host}: the server offers neither AUTH XOAUTH2 nor AUTH OAUTHBEARER; use smtp.auth = 'password'"
+            )
+        said: list[str] = []
+
+        async def attempt(token: str) -> bool:
+            initial = sasl_initial(mechanism, cfg.user, token, cfg.host, cfg.port)
+            answer = await client.execute_command(b"AUTH", mechanism.encode(), initial.encode())
+            if answer.code == aiosmtplib.SMTPStatus.auth_continue:  # the error challenge (RFC 7628)
+                answer = await client.execute_command(SASL_ABORT[mechanism].encode())
+            if answer.code == aiosmtplib.SMTPStatus.auth_successful:
+                return True
+            if 500 <= answer.code < 600:
+                said.append(f"{answer.code} {answer.message}")
+                return False
+            raise aiosmtplib.SMTPAuthenticationError(answer.code, answer.message)
+
+        try:
+            return await with_token_retry(self.tokens, attempt)
+        except OAuth2Error as exc:
+            words = f" ({said[-1]})" if said else ""
+            raise OAuth2Error(f"SMTP {mechanism} login as {cfg.user}: {exc}{words}") from None
+
+    def _due(self, client: aiosmtplib.SMTP) -> bool:
+        """Its access token is due for renewal: log in anew rather than use it."""
+        token = self._logged_in.get(client)
+        return token is not None and self.tokens is not None and self.tokens.left(token) <= 0
 
     async def close(self) -> None:
         idle, self._idle = self._idle, []
         for client in idle:
-            if client.is_connected:
-                try:
-                    await client.quit()
-                except (aiosmtplib.SMTPException, OSError):
-                    client.close()
+            await self._quit(client)
+
+    @staticmethod
+    async def _quit(client: aiosmtplib.SMTP) -> None:
+        if client.is_connected:
+            try:
+                await client.quit(timeout=5)
+            except (aiosmtplib.SMTPException, OSError):
+                client.close()
 
     async def deliver(self, message: Message, recipient: str) -> None:
         if self._slots is None:
@@ -143,6 +201,10 @@ class SmtpDelivery:
             client = None
             while self._idle and client is None:
                 candidate = self._idle.pop()
+                if candidate.is_connected and self._due(candidate):
+                    log.info("SMTP: a kept connection's access token is due for renewal; logging in anew")
+                    await self._quit(candidate)
+                    continue
                 client = candidate if candidate.is_connected else None
             await self._send(client, message, recipient)
 
@@ -153,10 +215,11 @@ class SmtpDelivery:
                 client = await self.connect()
             try:
                 await client.send_message(message, recipients=[recipient])
-            except (aiosmtplib.SMTPServerDisconnected, aiosmtplib.SMTPConnectError, ConnectionError):
-                if not reused:
+            except (aiosmtplib.SMTPException, ConnectionError) as exc:
+                if not reused or not _closed_by_server(exc):
                     raise
-                # a kept connection the server had closed meanwhile: once more on a fresh one
+                # a kept connection the server had ended meanwhile: once more on a fresh one
+                log.info("SMTP: a kept connection was ended by the server (%s); sending on a new one", exc)
                 client.close()
                 client = await self.connect()
                 await client.send_message(message, recipients=[recipient])

@@ -1,5 +1,5 @@
 """Opening an IMAP connection: TLS (implicit or STARTTLS, always verified),
-login (password or OAuth2 XOAUTH2), and the small commands every session needs.
+login (password, or OAuth2: XOAUTH2 or OAUTHBEARER), and the small commands every session needs.
 
 Split from :mod:`.imap` (the inbox loop) so that ``check-config`` and the loop
 log in the same way.  A TLS problem raises :class:`~.tls.TlsError` with a
@@ -10,14 +10,15 @@ is an error, never a quiet fall-back to plain text.
 from __future__ import annotations
 
 import asyncio
-import base64
+import math
 import ssl
+import weakref
 from typing import Any
 
 import aioimaplib
 
 from ..config import Config
-from .oauth2 import OAuth2Error, token_source, with_token_retry
+from .oauth2 import MECHANISMS, SASL_ABORT, AccessToken, OAuth2Error, TokenSource, sasl_initial, token_source, with_token_retry
 from .tls import TlsError, client_context, explain
 
 
@@ -60,48 +61,80 @@ async def connect(config: Config, lost: asyncio.Event | None = None) -> aioimapl
 
 
 async def login(client: aioimaplib.IMAP4, config: Config) -> None:
-    """LOGIN with the password, or AUTHENTICATE XOAUTH2 with an access token
-    (a fresh one once more if the server refuses it)."""
+    """LOGIN with the password, or AUTHENTICATE XOAUTH2 (else OAUTHBEARER) with an
+    access token (a fresh one once more if the server refuses it)."""
     cfg = config.imap
     if cfg.auth != "oauth2":
         ok(await client.login(cfg.user, cfg.password), f"IMAP login as {cfg.user}")
         return
-    if not client.has_capability("AUTH=XOAUTH2"):
-        raise ImapError(f"IMAP {cfg.host}: the server does not offer AUTH=XOAUTH2; use imap.auth = 'password'")
+    mechanism = next((m for m in MECHANISMS if client.has_capability(f"AUTH={m}")), None)
+    if mechanism is None:
+        raise ImapError(
+            f"IMAP {cfg.host}: the server offers neither AUTH=XOAUTH2 nor AUTH=OAUTHBEARER; use imap.auth = 'password'"
+        )
+
+    said: list[str] = []
 
     async def attempt(token: str) -> bool:
-        return await _xoauth2(client, cfg.user, token)
+        response = await _authenticate(client, mechanism, sasl_initial(mechanism, cfg.user, token, cfg.host, cfg.port))
+        if response.result == "OK":
+            return True
+        words = b" ".join(response.lines[-1:]).decode(errors="replace")
+        if response.result != "NO" or "[UNAVAILABLE]" in words.upper():
+            # not a verdict on the token (Dovecot: "Temporary authentication failure")
+            raise ImapError(f"IMAP {mechanism} login as {cfg.user}: {response.result} {words}")
+        said.append(words)
+        return False
 
+    source = token_source(config.oauth2)
     try:
-        await with_token_retry(token_source(config.oauth2), attempt)
+        _SESSIONS[client] = (source, await with_token_retry(source, attempt))
     except OAuth2Error as exc:
-        raise ImapError(f"IMAP XOAUTH2 login as {cfg.user}: {exc}") from None
+        words = f" (NO {said[-1]})" if said else ""
+        raise ImapError(f"IMAP {mechanism} login as {cfg.user}: {exc}{words}") from None
 
 
-async def _xoauth2(client: aioimaplib.IMAP4, user: str, token: str) -> bool:
-    """AUTHENTICATE XOAUTH2 with the token as initial response.  aioimaplib's own
-    ``xoauth2`` waits forever when the token is refused: the server then sends an
-    error challenge (``+ <base64 JSON>``) and expects an empty line (RFC 7628)."""
+_SESSIONS: weakref.WeakKeyDictionary[aioimaplib.IMAP4, tuple[TokenSource, AccessToken]] = weakref.WeakKeyDictionary()
+"""the access token each OAuth2 session logged in with"""
+
+
+def renew_in(client: aioimaplib.IMAP4) -> float:
+    """Seconds until this session should be replaced by a new login: its access
+    token is then due for renewal, and a provider may end the session when the
+    token expires (Microsoft 365).  Infinite for a password login."""
+    session = _SESSIONS.get(client)
+    if session is None:
+        return math.inf
+    source, token = session
+    return source.left(token)
+
+
+async def _authenticate(client: aioimaplib.IMAP4, mechanism: str, initial: str) -> aioimaplib.Response:
+    """AUTHENTICATE with the token in the initial response (SASL-IR).  aioimaplib's
+    own ``xoauth2`` waits forever when the token is refused: the server then sends
+    an error challenge (``+ <base64 JSON>``) and expects an answer (RFC 7628: an
+    empty line for XOAUTH2, ``AQ==`` for OAUTHBEARER) before its tagged NO.
+    aioimaplib's debug log shows the command with the initial response (the
+    token, base64) starred out."""
     proto = client.protocol
-    sasl = base64.b64encode(f"user={user}\x01auth=Bearer {token}\x01\x01".encode()).decode()
-    command = aioimaplib.Command("AUTHENTICATE", proto.new_tag(), "XOAUTH2", sasl, loop=proto.loop)
+    command = aioimaplib.Command("AUTHENTICATE", proto.new_tag(), mechanism, initial, loop=proto.loop)
     keep = command.append_to_resp
+    abort = (SASL_ABORT[mechanism] + "\r\n").encode()
 
     def on_line(line: bytes, result: str = "Pending") -> None:
         keep(line, result)
         if result == "Pending" and bytes(line).startswith(b"+"):
-            proto.transport.write(b"\r\n")  # end the exchange; the tagged NO follows
+            proto.transport.write(abort)  # end the exchange; the tagged NO follows
 
     command.append_to_resp = on_line
     async with proto.state_condition:
-        response = await asyncio.wait_for(proto.execute(command, scrub=token), 60)
+        response = await asyncio.wait_for(proto.execute(command, scrub=initial), 60)
         if response.result == "OK":
             proto.state = aioimaplib.AUTH
         proto.state_condition.notify_all()
-    if response.result != "OK":
-        return False
-    await proto.capability()  # the post-login capabilities (MOVE, IDLE, UIDPLUS ...)
-    return True
+    if response.result == "OK":
+        await proto.capability()  # the post-login capabilities (MOVE, IDLE, UIDPLUS ...)
+    return response
 
 
 async def _starttls(client: aioimaplib.IMAP4, host: str, context: ssl.SSLContext) -> None:

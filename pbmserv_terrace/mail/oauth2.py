@@ -17,6 +17,7 @@ library.
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import logging
 import os
@@ -25,7 +26,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -95,10 +96,14 @@ def store_secret_file(path: str, value: str) -> None:
     os.replace(temp, target)
 
 
-@dataclass
-class _Token:
-    value: str
-    expires: float
+@dataclass(frozen=True)
+class AccessToken:
+    value: str = field(repr=False)
+    renew_at: float
+    """``TokenSource.clock`` time from which it is replaced (``refresh_margin``
+    before the provider says it expires): a session logged in with it should be
+    renewed by then too, as some providers end such sessions when the token
+    expires (Microsoft 365: ``* BYE Session invalidated - AccessTokenExpired``)"""
 
 
 class TokenSource:
@@ -114,7 +119,7 @@ class TokenSource:
         post: Callable[[str, dict[str, str]], tuple[int, dict[str, Any]]] = post_form,
     ) -> None:
         self.cfg, self.clock, self.post = cfg, clock, post
-        self._token: _Token | None = None
+        self._token: AccessToken | None = None
         self._locks: dict[int, asyncio.Lock] = {}
         self.refreshes = 0
 
@@ -127,14 +132,25 @@ class TokenSource:
     async def token(self, *, fresh: bool = False) -> str:
         """A valid access token; ``fresh`` = a new one even if the current one
         has not expired (the server refused it)."""
+        return (await self.access(refused=self._token if fresh else None)).value
+
+    async def access(self, *, refused: AccessToken | None = None) -> AccessToken:
+        """The current access token, a new one when it is due for renewal, or
+        when the server ``refused`` it (unless another login has already
+        replaced it meanwhile: several connections refused at once fetch one
+        new token, not one each)."""
         async with self._lock():
             current = self._token
-            if not fresh and current is not None and self.clock() < current.expires:
-                return current.value
+            if current is not None and self.clock() < current.renew_at and (refused is None or current != refused):
+                return current
             self._token = await asyncio.to_thread(self._refresh)
-            return self._token.value
+            return self._token
 
-    def _refresh(self) -> _Token:
+    def left(self, token: AccessToken) -> float:
+        """Seconds until ``token`` is due for renewal (negative: overdue)."""
+        return token.renew_at - self.clock()
+
+    def _refresh(self) -> AccessToken:
         cfg = self.cfg
         form = {
             "grant_type": "refresh_token",
@@ -157,7 +173,7 @@ class TokenSource:
         self.refreshes += 1
         keep = max(0.0, lifetime - min(cfg.refresh_margin, lifetime / 2))
         log.info("OAuth2: new access token from %s, valid for %.0f s (renewed after %.0f s)", cfg.token_url, lifetime, keep)
-        return _Token(access, self.clock() + keep)
+        return AccessToken(access, self.clock() + keep)
 
 
 _SOURCES: dict[tuple[str, str, str], TokenSource] = {}
@@ -171,14 +187,41 @@ def token_source(cfg: OAuth2Config) -> TokenSource:
     return _SOURCES[key]
 
 
-async def with_token_retry(source: TokenSource, login: Callable[[str], Awaitable[bool]]) -> None:
+async def with_token_retry(source: TokenSource, login: Callable[[str], Awaitable[bool]]) -> AccessToken:
     """``login(token)`` with the current token and, if the server refuses it,
-    once more with a fresh one.  ``login`` answers whether it was accepted."""
-    if await login(await source.token()):
-        return
+    once more with a fresh one.  ``login`` answers whether it was accepted; the
+    accepted token is returned (its ``renew_at`` says how long the session is good)."""
+    token = await source.access()
+    if await login(token.value):
+        return token
     log.warning("OAuth2 login refused; fetching a new access token and trying once more")
-    if not await login(await source.token(fresh=True)):
+    token = await source.access(refused=token)
+    if not await login(token.value):
         raise OAuth2Error("the server refused a freshly issued access token (check the account, scope and client)")
+    return token
+
+
+# ------------------------------------------------------------ SASL strings
+MECHANISMS = ("XOAUTH2", "OAUTHBEARER")
+"""the SASL mechanisms for a bearer token, in the order they are preferred"""
+
+
+def sasl_initial(mechanism: str, user: str, token: str, host: str, port: int) -> str:
+    """The base64 initial client response of ``mechanism``: XOAUTH2 (Google's and
+    Microsoft's) or OAUTHBEARER (RFC 7628, with the GS2 header naming ``user``)."""
+    if mechanism == "XOAUTH2":
+        text = f"user={user}\x01auth=Bearer {token}\x01\x01"
+    elif mechanism == "OAUTHBEARER":
+        authzid = user.replace("=", "=3D").replace(",", "=2C")
+        text = f"n,a={authzid},\x01host={host}\x01port={port}\x01auth=Bearer {token}\x01\x01"
+    else:
+        raise ValueError(f"not an OAuth2 SASL mechanism: {mechanism}")
+    return base64.b64encode(text.encode()).decode()
+
+
+SASL_ABORT = {"XOAUTH2": "", "OAUTHBEARER": "AQ=="}
+"""what the client answers the error challenge a refused token gets (RFC 7628
+3.2.3: a single %x01 for OAUTHBEARER; an empty line for XOAUTH2)"""
 
 
 # ------------------------------------------------------------ device login

@@ -113,7 +113,7 @@ AUTH_SERVICE = """service auth {{
 
 OAUTH2_PASSDB = """passdb {{
   driver = oauth2
-  mechanisms = xoauth2 oauthbearer
+  mechanisms = {mechanisms}
   args = {base}/dovecot-oauth2.conf.ext
 }}
 """
@@ -139,13 +139,16 @@ class DovecotServer:
         oauth2_url: str = "",
         extra: str = "",
         auth_listener: bool = False,
+        oauth2_mechanisms: str = "xoauth2 oauthbearer",
     ) -> None:
         """With ``tls`` a certificate for ``cert_names`` (default 127.0.0.1 and
         localhost) is issued by ``ca`` (default: a new test CA; its PEM is
         ``self.ca_file``): STARTTLS on the IMAP port and implicit TLS on ``imaps_port``.
         ``capabilities`` replaces the IMAP capability list after login (a server
         without MOVE or IDLE); ``oauth2_url`` adds an ``oauth2`` passdb that asks that
-        token server (:mod:`.tokens`) to introspect XOAUTH2/OAUTHBEARER tokens;
+        token server (:mod:`.tokens`) to introspect XOAUTH2/OAUTHBEARER tokens
+        (``oauth2_mechanisms``: the ones offered, to IMAP clients and through the
+        auth listener to Postfix);
         ``extra`` is appended to the config; ``auth_listener`` opens Dovecot's auth
         service on ``auth_port`` (127.0.0.1) for an MTA's SASL (Postfix
         ``smtpd_sasl_type = dovecot``, ``smtpd_sasl_path = inet:127.0.0.1:PORT``)."""
@@ -155,6 +158,7 @@ class DovecotServer:
         self.cert_names = cert_names or ["IP:127.0.0.1", "DNS:localhost"]
         self.capabilities, self.oauth2_url, self.extra = capabilities, oauth2_url, extra
         self.auth_listener = auth_listener
+        self.oauth2_mechanisms = oauth2_mechanisms
         self.auth_port = 0
         self.ca_file = ""
         self.imaps_port = 0
@@ -201,10 +205,10 @@ class DovecotServer:
         oauth2_passdb = ""
         if self.oauth2_url:
             (self.base / "dovecot-oauth2.conf.ext").write_text(OAUTH2_CONF.format(url=self.oauth2_url))
-            oauth2_passdb = OAUTH2_PASSDB.format(base=self.base)
+            oauth2_passdb = OAUTH2_PASSDB.format(base=self.base, mechanisms=self.oauth2_mechanisms)
         conf.write_text(CONF.format(base=self.base, uid=uid, gid=gid, imap_port=self.imap_port, lmtp_port=self.lmtp_port,
                                     imaps_port=self.imaps_port, ssl=ssl_conf, oauth2_passdb=oauth2_passdb,
-                                    mechanisms=" xoauth2 oauthbearer" if self.oauth2_url else "",
+                                    mechanisms=f" {self.oauth2_mechanisms}" if self.oauth2_url else "",
                                     imap_capability=f"  imap_capability = {self.capabilities}\n" if self.capabilities else "",
                                     auth_service=auth_service, extra=self.extra))  # fmt: skip
         self.proc = subprocess.Popen([binary, "-F", "-c", str(conf)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)

@@ -5,12 +5,19 @@ grant and the device flow (RFC 8628) at ``/token``, device authorization at
 ``/device``, and token introspection (RFC 7662) at ``/introspect`` for
 Dovecot's ``oauth2`` passdb.  Access tokens live ``lifetime`` seconds, so a test
 sees them expire and be replaced; every issue and introspection is recorded.
+
+:class:`ExpiringSessions` stands in front of a mail server and ends the sessions
+whose token expired, as Microsoft 365 does.
 """
 
 from __future__ import annotations
 
+import base64
+import contextlib
 import json
+import re
 import secrets
+import socket
 import threading
 import time
 import urllib.parse
@@ -126,3 +133,201 @@ class TokenServer:
                 return None
 
         return Handler
+
+
+class ExpiringSessions:
+    """A TCP proxy on 127.0.0.1 in front of an IMAP or SMTP port that ends each
+    session when the access token it logged in with expires, as Microsoft 365
+    does (Dovecot and Postfix keep a session however old its token is).
+
+    It reads the client's lines: the token of a successful ``AUTHENTICATE`` /
+    ``AUTH`` ``XOAUTH2`` or ``OAUTHBEARER`` is remembered (its expiry asked of
+    ``tokens``, so :meth:`TokenServer.expire_all` revokes sessions too).  Once it
+    has expired, the client's next command is not passed on: IMAP gets
+    ``* BYE Session invalidated - AccessTokenExpired`` (Microsoft's words), SMTP
+    ``421 4.7.0 ...``, and the connection is closed.  An IMAP session waiting in
+    IDLE gets its BYE at the moment of expiry.  Message text (SMTP DATA) is never
+    interrupted.  Every session so ended is in :attr:`ended` (``"imap IDLE"``,
+    ``"smtp MAIL"``: the protocol and the command refused)."""
+
+    __test__ = False
+
+    def __init__(self, tokens: TokenServer, target_port: int, protocol: str) -> None:
+        assert protocol in ("imap", "smtp")
+        self.tokens, self.target_port, self.protocol = tokens, target_port, protocol
+        self.port = free_port()
+        self.ended: list[str] = []
+        self.logins = 0
+        """sessions that logged in with a token"""
+        self._sessions: list[_ProxiedSession] = []
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._listener = socket.create_server(("127.0.0.1", self.port))
+        self._threads = [threading.Thread(target=self._accept, daemon=True), threading.Thread(target=self._watch, daemon=True)]
+
+    def start(self) -> ExpiringSessions:
+        for thread in self._threads:
+            thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._listener.close()
+        with self._lock:
+            sessions = list(self._sessions)
+        for session in sessions:
+            session.close()
+
+    def expired(self, token: str) -> bool:
+        with self.tokens.lock:
+            entry = self.tokens.access.get(token)
+        return entry is None or time.time() >= entry[1]
+
+    def _accept(self) -> None:
+        while not self._stop.is_set():
+            try:
+                conn, _ = self._listener.accept()
+            except OSError:
+                return
+            try:
+                upstream = socket.create_connection(("127.0.0.1", self.target_port), timeout=10)
+            except OSError:
+                conn.close()
+                continue
+            upstream.settimeout(None)
+            session = _ProxiedSession(self, conn, upstream)
+            with self._lock:
+                self._sessions = [s for s in self._sessions if not s.closed] + [session]
+            session.start()
+
+    def _watch(self) -> None:
+        """IDLE is a wait, not a command: its session ends when the token expires."""
+        while not self._stop.wait(0.05):
+            with self._lock:
+                sessions = [s for s in self._sessions if not s.closed]
+            for session in sessions:
+                if session.idle and session.token is not None and self.expired(session.token):
+                    session.end("IDLE")
+
+
+class _ProxiedSession:
+    _AUTH = re.compile(rb"^(?:\S+ AUTHENTICATE|AUTH) (XOAUTH2|OAUTHBEARER) (\S+)\s*$", re.IGNORECASE)
+
+    def __init__(self, proxy: ExpiringSessions, client: socket.socket, server: socket.socket) -> None:
+        self.proxy, self.client, self.server = proxy, client, server
+        self.token: str | None = None
+        """the token this session logged in with"""
+        self.pending: str | None = None
+        """the token of an authentication not yet answered"""
+        self.idle = False
+        self.in_data = False
+        self.closed = False
+        self.lock = threading.Lock()
+
+    def start(self) -> None:
+        threading.Thread(target=self._client_side, daemon=True).start()
+        threading.Thread(target=self._server_side, daemon=True).start()
+
+    def close(self) -> None:
+        with self.lock:
+            self.closed = True
+        self._hang_up()
+
+    def _hang_up(self) -> None:
+        for sock in (self.client, self.server):
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+            with contextlib.suppress(OSError):
+                sock.close()
+
+    def end(self, command: str) -> None:
+        """The token expired: say so as the provider does, and hang up."""
+        with self.lock:
+            if self.closed:
+                return
+            self.closed = True
+        words = (
+            b"* BYE Session invalidated - AccessTokenExpired\r\n"
+            if self.proxy.protocol == "imap"
+            else b"421 4.7.0 Session invalidated - AccessTokenExpired\r\n"
+        )
+        with contextlib.suppress(OSError):
+            self.client.sendall(words)
+        with self.proxy._lock:
+            self.proxy.ended.append(f"{self.proxy.protocol} {command}")
+        self._hang_up()
+
+    @staticmethod
+    def _token_of(sasl: bytes) -> str | None:
+        try:
+            text = base64.b64decode(sasl).decode()
+        except ValueError:
+            return None
+        for field in text.split("\x01"):
+            if field.startswith("auth=Bearer "):
+                return field.removeprefix("auth=Bearer ")
+        return None
+
+    def _client_side(self) -> None:
+        buffer = b""
+        try:
+            while not self.closed:
+                data = self.client.recv(65536)
+                if not data:
+                    break
+                buffer += data
+                while b"\n" in buffer:
+                    line, buffer = buffer.split(b"\n", 1)
+                    if not self._from_client(line + b"\n"):
+                        return
+        except OSError:
+            pass
+        self.close()
+
+    def _from_client(self, line: bytes) -> bool:
+        """Check and pass on one line of the client; False: the session ended."""
+        words = line.strip().split()
+        if self.in_data:
+            self.in_data = line.strip() != b"."
+        elif self.proxy.protocol == "smtp" and words[:1] and words[0].upper() == b"DATA":
+            self.in_data = True
+        elif self.proxy.protocol == "imap" and len(words) >= 2 and words[1].upper() == b"IDLE":
+            self.idle = True
+        elif self.proxy.protocol == "imap" and words[:1] == [b"DONE"]:
+            self.idle = False
+        command = (words[1] if self.proxy.protocol == "imap" and len(words) > 1 else words[0] if words else b"").upper()
+        if (
+            not self.in_data
+            and self.token is not None
+            and command not in (b"LOGOUT", b"QUIT", b"DONE")
+            and self.proxy.expired(self.token)
+        ):
+            self.end(command.decode(errors="replace"))
+            return False
+        auth = self._AUTH.match(line.strip())
+        if auth is not None:
+            self.pending = self._token_of(auth.group(2))
+        self.server.sendall(line)
+        return True
+
+    def _server_side(self) -> None:
+        buffer = b""
+        try:
+            while not self.closed:
+                data = self.server.recv(65536)
+                if not data:
+                    break
+                buffer += data
+                complete, newline, buffer = buffer.rpartition(b"\n")
+                if complete and self.pending is not None:
+                    for line in complete.split(b"\n"):
+                        words = line.split()
+                        accepted = (words[1:2] == [b"OK"]) if self.proxy.protocol == "imap" else line.startswith(b"235")
+                        if accepted and (self.proxy.protocol == "smtp" or not line.startswith(b"*")):
+                            self.token, self.pending = self.pending, None
+                            with self.proxy._lock:
+                                self.proxy.logins += 1
+                self.client.sendall(complete + newline)
+        except OSError:
+            pass
+        self.close()
