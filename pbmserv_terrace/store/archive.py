@@ -42,6 +42,8 @@ class GameRow:
     game_type: str
     board_number: int
     variant: str
+    options: dict[str, Any]
+    """the board's options (timers; a solitaire's deal and counters), as stored"""
     rated: bool
     status: str
     ply: int
@@ -67,6 +69,8 @@ class ListedGame:
     id: int
     game_type: str
     board_number: int
+    variant: str
+    options: dict[str, Any]
     status: str
     ply: int
     position: str
@@ -117,6 +121,20 @@ class StandingRow:
 
 
 @dataclass(frozen=True, slots=True)
+class EndedRow:
+    """An ended one-player board (a solitaire) as its standings need it."""
+
+    board_number: int
+    userid: str
+    variant: str
+    options: dict[str, Any]
+    ply: int
+    status: str
+    finished_at: datetime | None
+    created_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
 class RatedResult:
     """One finished game for the Elo replay: players in seat order and the winner seat."""
 
@@ -135,6 +153,7 @@ def _game_row(game: Game, seats: Sequence[SeatRow] | None = None) -> GameRow:
         game_type=game.game_type,
         board_number=game.board_number,
         variant=game.variant,
+        options=dict(game.options or {}),
         rated=game.rated,
         status=game.status,
         ply=game.ply,
@@ -157,8 +176,8 @@ def _game_row(game: Game, seats: Sequence[SeatRow] | None = None) -> GameRow:
     )
 
 
-LISTED_COLUMNS: tuple[Any, ...] = (Game.id, Game.game_type, Game.board_number, Game.status, Game.ply, Game.position, Game.winner_seat,
-                  Game.result, Game.last_move_at)  # fmt: skip
+LISTED_COLUMNS: tuple[Any, ...] = (Game.id, Game.game_type, Game.board_number, Game.variant, Game.options, Game.status, Game.ply,
+                  Game.position, Game.winner_seat, Game.result, Game.last_move_at)  # fmt: skip
 """the columns of a :class:`ListedGame`, in its field order"""
 
 
@@ -285,9 +304,10 @@ class Archive:
         for game_id, seat, active, pending, userid, public in (await self.s.execute(seat_stmt)).all():
             seats.setdefault(game_id, []).append(SeatRow(seat, userid, active, pending, public))
         return [
-            ListedGame(gid, game_type, number, status, ply, position, winner, result, last, tuple(seats.get(gid, ())))
-            for gid, game_type, number, status, ply, position, winner, result, last in games
-        ]
+            ListedGame(gid, game_type, number, variant, dict(options or {}), status, ply, position, winner, result, last,
+                       tuple(seats.get(gid, ())))
+            for gid, game_type, number, variant, options, status, ply, position, winner, result, last in games
+        ]  # fmt: skip
 
     async def ratings_version(self) -> tuple[int, int, float]:
         """(rows, games, rating sum) of the ratings table: changes whenever any rating
@@ -304,6 +324,30 @@ class Archive:
             .order_by(Rating.rating.desc(), User.userid)
         )
         return [StandingRow(*row) for row in (await self.s.execute(stmt)).all()]
+
+    async def ended_one_player(self, game_type: str, limit: int = 5000) -> list[EndedRow]:
+        """The ended boards of ``game_type`` with their (first) seat's player, the most
+        recently ended first (a solitaire's standings)."""
+        stmt = (
+            select(Game.board_number, User.userid, Game.variant, Game.options, Game.ply, Game.status, Game.finished_at,
+                   Game.created_at)
+            .join(Seat, (Seat.game_id == Game.id) & (Seat.seat == 1))
+            .join(User, User.id == Seat.user_id)
+            .where(Game.game_type == game_type, Game.status != "active")
+            .order_by(Game.finished_at.desc(), Game.id.desc())
+            .limit(limit)
+        )  # fmt: skip
+        return [
+            EndedRow(number, userid, variant, dict(options or {}), ply, status, finished, created)
+            for number, userid, variant, options, ply, status, finished, created in (await self.s.execute(stmt)).all()
+        ]
+
+    async def ended_version(self, game_type: str) -> tuple[int, datetime | None]:
+        """(count, latest end) of the ended boards of ``game_type``: changes whenever one
+        ends, or is taken back into play and ends again."""
+        stmt = select(func.count(), func.max(Game.finished_at)).where(Game.game_type == game_type, Game.status != "active")
+        count, latest = (await self.s.execute(stmt)).one()
+        return int(count), latest
 
     async def history_ids_after(self, history_id: int, limit: int = 50_000) -> list[int]:
         """Ids of finished games above ``history_id`` (the primary key alone): how the

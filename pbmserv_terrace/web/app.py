@@ -1,6 +1,6 @@
 """The read-only web archive (issue 19): a Starlette app over the store's archive queries.
 
-Layering: web → render, store, rules, gametypes, elo only; the mail service is never
+Layering: web → render, store, rules, games, gametypes, elo only; the mail service is never
 imported, and the app never writes.  Every response carries the security headers (a strict
 Content-Security-Policy: scripts only from /static/, no inline script), pages carry
 an ETag and Cache-Control and answer ``If-None-Match`` with 304.
@@ -9,11 +9,14 @@ Modules: :mod:`.site` (what handlers share) ← :mod:`.pages`, :mod:`.feeds` (ha
 ← :mod:`.routes` (the URL table) ← this module (assembly and serving).  Routes:
 
     /                                   server, game types, active boards, recent results, help link
-    /boards/{type}/{N}[?ply=k]          a board (type: terrace | terrace6x6); /boards/{N} → /boards/terrace/{N}
+    /boards/{type}/{N}[?ply=k]          a board (type: a name of gametypes.GAME_TYPES); /boards/{N} → /boards/terrace/{N}
+                                        (a board game: picture and move table; a solitaire: the table as text)
     /boards/{type}/{N}.txt              the game record as plain text
-    /boards/{type}/{N}/feed.atom        Atom feed, one entry per ply
+    /boards/{type}/{N}/feed.atom        Atom feed, one entry per ply (a solitaire's move)
     /players/{U}, /players/{U}/feed.atom
-    /standings, /help, /healthz, /static/…
+    /standings                          every game type: Elo tables, the top of each solitaire's ranking
+    /standings/{type}                   one game type (a solitaire: all players and the latest shared deals)
+    /help, /healthz, /static/…
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from ..gametypes import GAME_TYPES
 from ..store import Database
 from .routes import routes
 from .site import Site, site_of
@@ -73,7 +77,9 @@ async def not_found(request: Request, exc: Exception) -> Response:
     status = exc.status_code if isinstance(exc, HTTPException) else 500
     if status != 404:
         detail = str(exc.detail) if isinstance(exc, HTTPException) else "an error"
-    html = site_of(request).render("not_found.html", what=str(detail), path=request.url.path, status=status)
+    html = site_of(request).render(
+        "not_found.html", what=str(detail), path=request.url.path, status=status, game_types=list(GAME_TYPES)
+    )
     return HTMLResponse(html, status_code=status, headers={"Cache-Control": "no-store"})
 
 

@@ -13,9 +13,10 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from ..gametypes import game_title
-from ..store.archive import Archive
-from .boardview import frames, players, replay, status_lines, text_record
-from .pages import PLAYER_GAMES, board_url, load_board, outcome_for
+from ..store.archive import Archive, GameRow, ListedGame, MoveRow
+from . import tableview
+from .boardview import frames, replay, status_lines, text_record
+from .pages import PLAYER_GAMES, board_url, is_solitaire, load_board, outcome_for
 from .site import FINAL_MAX_AGE, LIVE_MAX_AGE, NotFound, cached, site_of
 
 ATOM = "application/atom+xml; charset=utf-8"
@@ -30,11 +31,14 @@ async def board_text(request: Request) -> Response:
     site = site_of(request)
     async with site.db.reading() as session:
         game, moves, _ratings = await load_board(Archive(session), request)
-    final = replay(game, moves, game.ply)
+    if is_solitaire(game.game_type):
+        record = tableview.text_record(game, moves, tableview.replay(game, moves, game.ply))
+    else:
+        record = text_record(game, moves, replay(game, moves, game.ply).pos)
     max_age = LIVE_MAX_AGE if game.status == "active" else FINAL_MAX_AGE
     return cached(
         request,
-        text_record(game, moves, final.pos),
+        record,
         key=f"{game.game_type}-{game.board_number}-{game.ply}-txt",
         media_type="text/plain; charset=utf-8",
         max_age=max_age,
@@ -46,17 +50,15 @@ async def board_feed(request: Request) -> Response:
     async with site.db.reading() as session:
         game, moves, _ratings = await load_board(Archive(session), request)
     base = site.base(request)
-    names = {s.seat: s.userid for s in game.seats}
     entries = []
-    for m, frame in zip(moves, list(frames(game, moves))[1:], strict=True):
-        what = m.move if m.move in ("Resign", "Forfeit") else f"played {m.move}"
+    for m, (title, summary) in zip(moves, ply_entries(game, moves), strict=True):
         entries.append(
             {
                 "id": f"{base}{board_url(game, m.ply)}",
-                "title": f"Ply {m.ply}: {names.get(m.seat, m.seat)} {what}{' (Auto)' if m.auto else ''}",
+                "title": title,
                 "updated": stamp(m.played_at),
                 "link": f"{base}{board_url(game, m.ply)}",
-                "summary": " ".join(status_lines(game, frame)),
+                "summary": summary,
             }
         )
     entries.reverse()
@@ -64,13 +66,34 @@ async def board_feed(request: Request) -> Response:
     feed = site.render(
         "feed.xml",
         feed_id=f"{base}{board_url(game)}",
-        feed_title=f"{game_title(game.game_type)} board {game.board_number}: " + " vs ".join(p.userid for p in players(game, {})),
+        feed_title=f"{game_title(game.game_type)} board {game.board_number}: " + who(game),
         link=f"{base}{board_url(game)}",
         self_link=f"{base}{board_url(game)}/feed.atom",
         updated=stamp(updated),
         entries=entries,
     )
     return cached(request, feed, key=f"{game.game_type}-{game.board_number}-{game.ply}-atom", media_type=ATOM)
+
+
+def ply_entries(game: GameRow, moves: list[MoveRow]) -> list[tuple[str, str]]:
+    """(title, summary) of each ply's feed entry, in order."""
+    if is_solitaire(game.game_type):
+        return [tableview.feed_entry(game, frame) for frame in list(tableview.frames(game, moves))[1:]]
+    names = {s.seat: s.userid for s in game.seats}
+    out = []
+    for m, frame in zip(moves, list(frames(game, moves))[1:], strict=True):
+        what = m.move if m.move in ("Resign", "Forfeit") else f"played {m.move}"
+        out.append((f"Ply {m.ply}: {names.get(m.seat, m.seat)} {what}{' (Auto)' if m.auto else ''}",
+                    " ".join(status_lines(game, frame))))  # fmt: skip
+    return out
+
+
+def who(game: GameRow | ListedGame) -> str:
+    """The players of a board game (``a vs b``), or a solitaire's player, variant and deal."""
+    if is_solitaire(game.game_type):
+        deal = tableview.deal_of(game)
+        return f"{tableview.player_of(game)}, {tableview.variant_name(game, game.game_type)} deal {deal}"
+    return " vs ".join(s.userid for s in game.seats)
 
 
 async def player_feed(request: Request) -> Response:
@@ -90,10 +113,10 @@ async def player_feed(request: Request) -> Response:
         entries.append(
             {
                 "id": f"{base}{board_url(g)}",
-                "title": f"{game_title(g.game_type)} board {g.board_number}: {' vs '.join(s.userid for s in g.seats)} ({state})",
+                "title": f"{game_title(g.game_type)} board {g.board_number}: {who(g)} ({state})",
                 "updated": stamp(g.last_move_at),
                 "link": f"{base}{board_url(g)}",
-                "summary": f"{g.result or 'in progress'}; {g.ply} plies.",
+                "summary": f"{g.result or 'in progress'}; {g.ply} {'moves' if is_solitaire(g.game_type) else 'plies'}.",
             }
         )
     updated = max([created, *(g.last_move_at for g in games)])

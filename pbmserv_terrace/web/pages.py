@@ -11,16 +11,24 @@ from ..gametypes import DEFAULT_GAME_TYPE, GAME_TYPES, board_size, game_title
 from ..render import height_map, render
 from ..rules import render_board, start_position
 from ..store.archive import Archive, GameRow, ListedGame, MoveRow
+from . import tableview
 from .boardview import latest_comment, move_rounds, players, replay, status_lines, to_move
 from .charts import rating_chart
 from .picture import inline_svg
 from .site import FINAL_MAX_AGE, LIVE_MAX_AGE, NotFound, cached, site_of
 
 FRONT_ACTIVE, FRONT_FINISHED, PLAYER_GAMES = 30, 20, 300
+STANDINGS_TOP = 10
+"""players of a solitaire shown on /standings (all on /standings/{type})"""
 PLAYER_PAGES_KEPT = 256
 """rendered player pages kept (about 30 KB each for a player of a hundred games)"""
 HELP_TOPICS = (("General", "help_general.txt"), ("Commands", "help_commands.txt"), ("Rules", "help_terrace.txt"),
                ("Tutorial", "help_tutorial.txt"))  # fmt: skip
+
+
+def is_solitaire(game_type: str) -> bool:
+    """A one-player game from a numbered deal (no board picture, no ratings)."""
+    return GAME_TYPES[game_type].family == "solitaire"
 
 
 def game_type_of(request: Request) -> str:
@@ -61,12 +69,14 @@ async def home(request: Request) -> Response:
         archive = Archive(session)
         for game_type in GAME_TYPES:
             active = await archive.newest_active(game_type, FRONT_ACTIVE)
+            solitaire = is_solitaire(game_type)
             types.append(
                 {
                     "name": game_type,
                     "title": game_title(game_type),
+                    "solitaire": solitaire,
                     "count": await archive.count_active(game_type),
-                    "active": [(g, to_move(g)) for g in active],
+                    "active": [(g, tableview.listed_summary(g) if solitaire else to_move(g)) for g in active],
                     "finished": await archive.recent_finished(game_type, FRONT_FINISHED),
                 }
             )
@@ -80,19 +90,67 @@ async def help_page(request: Request) -> Response:
               "n": kind.board_size, "board": render_board(start_position("long", kind.board_size)),
               "heights": height_map(kind.board_size)}  # fmt: skip
     sections = [(name, render(template, **values)) for name, template in HELP_TOPICS]
+    sections += [(kind.title, kind.solitaire.help_text()) for kind in GAME_TYPES.values() if kind.family == "solitaire"]
     return cached(request, site.render("help.html", sections=sections), key="help", max_age=FINAL_MAX_AGE)
 
 
 async def standings(request: Request) -> Response:
+    """Every game type's standings: the Elo table of each board game, the top of each
+    solitaire's ranking on shared deals (in full on ``/standings/{type}``)."""
     site = site_of(request)
     async with site.db.reading() as session:
         archive = Archive(session)
-        version = await archive.ratings_version()
-        if site.standings is None or site.standings[0] != version:
-            # rendering a few thousand rows costs tens of ms: keep the page until a rating changes
-            tables = [(game_type, game_title(game_type), await archive.standings(game_type)) for game_type in GAME_TYPES]
-            site.standings = (version, site.render("standings.html", tables=tables))
-    return cached(request, site.standings[1], key="standings")
+        version = await standings_version(archive, list(GAME_TYPES))
+        kept = site.standings_pages.get("")
+        if kept is None or kept[0] != version:
+            # rendering a few thousand rows costs tens of ms: keep the page until a rating or an ended game changes
+            tables = [await standings_table(archive, game_type, STANDINGS_TOP) for game_type in GAME_TYPES]
+            kept = site.standings_pages[""] = (version, site.render("standings.html", tables=tables, whole=True))
+    return cached(request, kept[1], key="standings")
+
+
+async def standings_of_type(request: Request) -> Response:
+    """One game type's standings: its Elo table, or a solitaire's whole ranking and its
+    latest shared deals."""
+    site = site_of(request)
+    game_type = game_type_of(request)
+    async with site.db.reading() as session:
+        archive = Archive(session)
+        version = await standings_version(archive, [game_type])
+        kept = site.standings_pages.get(game_type)
+        if kept is None or kept[0] != version:
+            table = await standings_table(archive, game_type, None)
+            kept = site.standings_pages[game_type] = (version, site.render("standings.html", tables=[table], whole=False))
+    return cached(request, kept[1], key=f"standings-{game_type}")
+
+
+async def standings_version(archive: Archive, game_types: list[str]) -> tuple[object, ...]:
+    """What the standings of ``game_types`` depend on: the ratings table, and each
+    solitaire's ended boards."""
+    return (
+        await archive.ratings_version(),
+        *[await archive.ended_version(t) for t in game_types if is_solitaire(t)],
+    )
+
+
+async def standings_table(archive: Archive, game_type: str, top: int | None) -> dict[str, object]:
+    """What standings.html shows of one game type (``top``: at most that many players
+    of a solitaire, and none of its deals)."""
+    table: dict[str, object] = {"name": game_type, "title": game_title(game_type), "solitaire": is_solitaire(game_type)}
+    if not is_solitaire(game_type):
+        table["rows"] = await archive.standings(game_type)
+        return table
+    ranking = tableview.ranking(await archive.ended_one_player(game_type))
+    rules = tableview.solitaire_rules(game_type)
+    table.update(
+        ranking=ranking,
+        players=ranking.players[:top] if top is not None else ranking.players,
+        more=top is not None and len(ranking.players) > top,
+        deals=[] if top is not None else ranking.shared[: tableview.STANDINGS_DEALS],
+        variants=rules.variants,
+        max_score=rules.max_score,
+    )
+    return table
 
 
 async def healthz(request: Request) -> Response:
@@ -122,28 +180,53 @@ async def board(request: Request) -> Response:
         archive = Archive(session)
         game, moves, ratings = await load_board(archive, request)
     ply = requested_ply(request, game)
-    frame = replay(game, moves, ply)
-    html = site.render(
-        "board.html",
+    if is_solitaire(game.game_type):
+        html = solitaire_board(request, game, moves, ply)
+    else:
+        frame = replay(game, moves, ply)
+        html = site.render(
+            "board.html",
+            game=game,
+            title=game_title(game.game_type),
+            url=board_url(game),
+            ply=ply,
+            frame=frame,
+            players=players(game, ratings),
+            status=status_lines(game, frame),
+            rounds=move_rounds(game, moves),
+            svg=inline_svg(frame),
+            ascii_board=render_board(frame.pos),
+            comment=latest_comment(game),
+            to_move=to_move(game),
+            size=board_size(game.game_type),
+        )
+    max_age = LIVE_MAX_AGE if game.status == "active" else FINAL_MAX_AGE
+    return cached(request, html, key=f"{game.game_type}-{game.board_number}-{ply}", max_age=max_age)
+
+
+def solitaire_board(request: Request, game: GameRow, moves: list[MoveRow], ply: int) -> str:
+    """A solitaire's board page: the table as text (no picture), its facts, the moves."""
+    frame = tableview.replay(game, moves, ply)
+    rules = tableview.solitaire_rules(game.game_type)
+    return site_of(request).render(
+        "solitaire.html",
         game=game,
         title=game_title(game.game_type),
         url=board_url(game),
         ply=ply,
         frame=frame,
-        players=players(game, ratings),
-        status=status_lines(game, frame),
-        rounds=move_rounds(game, moves),
-        svg=inline_svg(frame),
-        ascii_board=render_board(frame.pos),
+        player=tableview.player_of(game),
+        facts=tableview.facts(game),
+        status=tableview.status_lines(game, frame),
+        table=rules.table_text(frame.state),
+        moves=moves,
         comment=latest_comment(game),
-        to_move=to_move(game),
-        size=board_size(game.game_type),
     )
-    max_age = LIVE_MAX_AGE if game.status == "active" else FINAL_MAX_AGE
-    return cached(request, html, key=f"{game.game_type}-{game.board_number}-{ply}", max_age=max_age)
 
 
 def outcome_for(game: GameRow | ListedGame, userid: str) -> str:
+    if is_solitaire(game.game_type):
+        return tableview.outcome(game)
     if game.status == "active":
         return "your turn" if to_move(game) == userid else "playing"
     if game.status == "draw":
@@ -183,15 +266,22 @@ async def player(request: Request) -> Response:
             )
             for game_type, row in user.ratings
         ]
-        rows = [(g, outcome_for(g, userid)) for g in games]
+        rows = [(g, outcome_for(g, userid)) for g in games if not is_solitaire(g.game_type)]
+        solitaires = [
+            (t, game_title(t), [(g, tableview.listed_summary(g)) for g in games if g.game_type == t])
+            for t in GAME_TYPES
+            if is_solitaire(t)
+        ]
         html = site.render(
             "player.html",
             userid=userid,
             created=user.created_at,
             charts=charts,
             rows=rows,
+            solitaires=[s for s in solitaires if s[2]],
             board_url=board_url,
             limit=PLAYER_GAMES,
+            count=len(games),
         )
         site.player_pages.pop(userid, None)
         site.player_pages[userid] = (state, html)

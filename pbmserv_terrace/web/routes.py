@@ -24,6 +24,7 @@ def routes() -> list[BaseRoute]:
         Route("/", pages.home),
         Route("/help", pages.help_page),
         Route("/standings", pages.standings),
+        Route("/standings/{game_type}", pages.standings_of_type),
         Route("/healthz", pages.healthz),
         Route("/boards/{number:int}", pages.board_redirect),
         Route("/boards/{number:int}.txt", pages.board_redirect),

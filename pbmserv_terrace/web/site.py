@@ -48,8 +48,9 @@ class Site:
         self.server_name = server_name
         self.public_url = public_url.rstrip("/")
         self.ratings = RatingHistory()
-        self.standings: tuple[tuple[int, int, float], str] | None = None
-        """the rendered standings page and the ratings version it shows"""
+        self.standings_pages: dict[str, tuple[object, str]] = {}
+        """the rendered standings pages ("" for all game types, else the type) and the
+        version of the ratings and ended games each shows (see pages.standings)"""
         self.player_pages: dict[str, tuple[object, str]] = {}
         """each player's rendered page and the state it shows (see pages.player)"""
 
