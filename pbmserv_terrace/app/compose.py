@@ -1,18 +1,29 @@
 """An outbox row → the message that is sent: headers, the text part, and (where
 the row carries them) the HTML part with the board picture.  Built when the
 reply is sent, outside any database transaction: the picture is drawn here, once
-per (position, last move) however many players the mail goes to."""
+per (position, last move) however many players the mail goes to.
+
+The row's picture spec says what to draw.  A spec whose ``game`` names a solitaire
+(family ``solitaire`` in :data:`~pbmserv_terrace.gametypes.GAME_TYPES`) holds the
+deal and the moves played (``variant``, ``deal``, ``moves``, and ``resigned`` when
+the game was given up): the table is replayed and drawn by the game's rules.  Any
+other spec (``tpn``, ``last_move``; older rows have no ``game``) is a Terrace board."""
 
 from __future__ import annotations
 
 import functools
+import logging
+from collections.abc import Mapping
 from email.message import Message
 
 from ..config import Config
+from ..gametypes import GAME_TYPES
 from ..mail.message import build_message
 from ..render.picture import board_png, threatened_squares
 from ..rules import Move, NotationError, parse_tpn
 from ..store import OutboxMessage
+
+log = logging.getLogger("pbmserv.outbound")
 
 
 @functools.lru_cache(maxsize=256)
@@ -33,11 +44,44 @@ def board_picture(tpn: str, last_move: str) -> bytes:
     return board_png(pos, move, captured=captured, threatened=threatened_squares(pos))
 
 
+@functools.lru_cache(maxsize=256)
+def solitaire_picture(game: str, variant: str, deal: int, moves: tuple[str, ...], resigned: bool = False) -> bytes:
+    """The PNG of a solitaire's board mail: the deal replayed through ``moves``."""
+    rules = GAME_TYPES[game].solitaire
+    state = rules.replay(variant, deal, moves)
+    if resigned:
+        state = rules.resign(state)
+    return rules.picture(state)
+
+
+def is_solitaire(spec: Mapping[str, object]) -> bool:
+    game = spec.get("game")
+    return isinstance(game, str) and game in GAME_TYPES and GAME_TYPES[game].family == "solitaire"
+
+
+def picture_png(spec: Mapping[str, object]) -> bytes | None:
+    """The PNG a row's picture spec asks for; None when a solitaire's table cannot be
+    replayed (the mail then goes as text only rather than not at all)."""
+    if not is_solitaire(spec):
+        return board_picture(str(spec["tpn"]), str(spec.get("last_move") or ""))
+    moves = spec.get("moves", [])
+    try:
+        if not isinstance(moves, list):
+            raise TypeError(f"moves is a {type(moves).__name__}, not a list")
+        return solitaire_picture(str(spec["game"]), str(spec["variant"]), int(str(spec["deal"])),
+                                 tuple(str(m) for m in moves), bool(spec.get("resigned")))  # fmt: skip
+    except (KeyError, ValueError, TypeError):
+        log.warning("no picture for %s: its table cannot be replayed", str(spec.get("cid"))[:80], exc_info=True)
+        return None
+
+
 def to_email(row: OutboxMessage, config: Config) -> Message:
     images: list[tuple[str, bytes]] = []
     if row.html and row.picture:
         spec = row.picture
-        images.append((str(spec["cid"]), board_picture(str(spec["tpn"]), str(spec.get("last_move") or ""))))
+        png = picture_png(spec)
+        if png is not None:
+            images.append((str(spec["cid"]), png))
     return build_message(
         sender=config.server.address,
         sender_name=config.server.name,

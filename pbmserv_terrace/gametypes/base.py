@@ -174,6 +174,15 @@ class SolitaireRules(Protocol):
         """The whole table as ASCII, at most 72 columns."""
         ...
 
+    def picture(self, state: Any) -> bytes:
+        """The table as a PNG for the HTML part of a board mail (drawn when the mail is
+        sent, from the state :meth:`replay` gives)."""
+        ...
+
+    def picture_alt(self, state: Any) -> str:
+        """The table in words, short: the picture's alt text."""
+        ...
+
     def hint(self, state: Any, seconds: float) -> str | None:
         """One good move's text, or None when the solver finds none in time."""
         ...

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 from ..games import patience
 from ..games.patience import State
+from ..games.patience import picture as table_picture
 from ..games.patience.deal import MAX_DEAL, check_deal_number
 from .base import IllegalMoveError
 
@@ -92,6 +93,12 @@ class PatienceRules:
 
     def table_text(self, state: State) -> str:
         return patience.render(state)
+
+    def picture(self, state: State) -> bytes:
+        return table_picture.table_png(state)
+
+    def picture_alt(self, state: State) -> str:
+        return table_picture.picture_alt(state)
 
     def hint(self, state: State, seconds: float) -> str | None:
         move = patience.hint(state, max_seconds=seconds)

@@ -57,3 +57,41 @@ def board_html(
         )
     )
     return text.rstrip("\n") + "\n"
+
+
+SOLITAIRE_PICTURE_WIDTH = 560
+"""CSS pixels a solitaire's table picture is shown at, at most (the whole width on a
+phone); the game draws it at about twice that many pixels, so it stays sharp."""
+
+
+def solitaire_html(
+    *,
+    heading: str,
+    headline: str,
+    cid: str,
+    alt: str,
+    table: str,
+    lines: list[str],
+    reply_hint: str = "",
+) -> str:
+    """The HTML document of a solitaire's board mail: the heading and headline, the
+    table as a picture (``cid`` without angle brackets, ``alt`` the table in words),
+    the ASCII table, the lines after it (moves, notes), the reply hint."""
+    text = (
+        environment()
+        .get_template("solitaire.html")
+        .render(
+            heading=heading,
+            headline=headline,
+            cid=cid,
+            alt=alt,
+            table=table,
+            lines=[line for line in lines if line.strip()],
+            reply_hint=reply_hint,
+            width=SOLITAIRE_PICTURE_WIDTH,
+            page_bg=PAGE_BG,
+            ink=INK,
+            muted=MUTED,
+        )
+    )
+    return text.rstrip("\n") + "\n"

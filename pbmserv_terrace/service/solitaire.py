@@ -18,6 +18,7 @@ from typing import Any
 
 from ..commands import Command
 from ..gametypes import GAME_TYPES, Family, GameType, IllegalMoveError, SolitaireRules
+from ..render.html import solitaire_html
 from ..store import FinishedGame, Game, MoveRecord, Seat, User
 from .args import need, shortened
 from .boards import board_error, load_game, web_line
@@ -44,9 +45,11 @@ def _deal(game: Game) -> int:
     return int(game.options["deal"])
 
 
-async def _state(ctx: Ctx, game: Game) -> Any:
-    moves = await ctx.uow.moves.of_game(game.id)
-    return _rules(game).replay(game.variant, _deal(game), [m.move for m in moves])
+async def _state(ctx: Ctx, game: Game) -> tuple[Any, list[str]]:
+    """The game's state and the move texts replayed to reach it (the picture of a
+    board mail is drawn from them when the mail is sent)."""
+    moves = [m.move for m in await ctx.uow.moves.of_game(game.id)]
+    return _rules(game).replay(game.variant, _deal(game), moves), moves
 
 
 def _variant_name(game: Game) -> str:
@@ -60,28 +63,73 @@ def _summary(rules: SolitaireRules, state: Any) -> str:
 # --------------------------------------------------------------- board mails
 @dataclass
 class Table:
-    """What a solitaire board mail shows."""
+    """What a solitaire board mail shows: the text part, and for players who want
+    pictures the HTML part with the table drawn (:meth:`html`, :meth:`picture_spec`)."""
 
     game: Game
     state: Any
+    moves: list[str]
+    """the move texts that, replayed from the deal, give ``state``"""
     headline: str
     notes: list[str]
     hint: str | None = None
 
-    def text(self) -> str:
-        game, rules = self.game, _rules(self.game)
+    def heading(self) -> str:
+        game = self.game
         player = game.seats[0].user.userid
-        lines = [f"{GAME_TYPES[game.game_type].title} Board {game.board_number}: {player} plays "
-                 f"{_variant_name(game)}, deal {_deal(game)}"]  # fmt: skip
-        if self.headline:
-            lines += ["", self.headline + "."]
-        lines += ["", *rules.table_text(self.state).rstrip("\n").split("\n")]
+        return (f"{GAME_TYPES[game.game_type].title} Board {game.board_number}: {player} plays "
+                f"{_variant_name(game)}, deal {_deal(game)}")  # fmt: skip
+
+    def after_table(self) -> list[str]:
+        """The lines after the table: moves, undos and hints, how the game ended, the notes."""
+        game = self.game
         undos, hints = int(game.options.get("undos", 0)), int(game.options.get("hints", 0))
-        lines += ["", f"Moves: {game.ply}   Undos: {undos}   Hints: {hints}"]
+        lines = [f"Moves: {game.ply}   Undos: {undos}   Hints: {hints}"]
         if game.status != "active":
             lines.append(f"Game over: {game.result}.")
-        lines += self.notes
+        return lines + self.notes
+
+    def text(self) -> str:
+        lines = [self.heading()]
+        if self.headline:
+            lines += ["", self.headline + "."]
+        lines += ["", *_rules(self.game).table_text(self.state).rstrip("\n").split("\n")]
+        lines += ["", *self.after_table()]
         return "\n".join(lines) + "\n"
+
+    def cid(self) -> str:
+        return f"board-{self.game.game_type}-{self.game.board_number}@pbmserv"
+
+    def picture_spec(self) -> dict[str, object]:
+        """What :mod:`pbmserv_terrace.app.compose` draws when the mail is sent: the deal
+        replayed through the moves (then given up, when it was)."""
+        game = self.game
+        spec: dict[str, object] = {"game": game.game_type, "variant": game.variant, "deal": _deal(game),
+                                   "moves": list(self.moves), "cid": self.cid()}  # fmt: skip
+        if _rules(game).ending(self.state) == "resigned":
+            spec["resigned"] = True
+        return spec
+
+    def html(self, reply_hint: str, web: str = "") -> str:
+        """The HTML part: what :meth:`text` says (and ``web``, the board's web line), with
+        the table drawn as the picture :meth:`picture_spec` describes."""
+        rules = _rules(self.game)
+        return solitaire_html(
+            heading=self.heading(),
+            headline=self.headline + "." if self.headline else "",
+            cid=self.cid(),
+            alt=rules.picture_alt(self.state),
+            table=rules.table_text(self.state).rstrip("\n"),
+            lines=[*self.after_table(), web.strip()],
+            reply_hint=reply_hint,
+        )
+
+
+def _with_picture(mail: Mail, table: Table, user: User, reply_hint: str, web: str) -> Mail:
+    """``mail`` with the HTML part and the picture, for a user who wants pictures."""
+    if user.pictures:
+        mail.html, mail.picture = table.html(reply_hint, web), table.picture_spec()
+    return mail
 
 
 def reply_line(game: Game) -> str:
@@ -102,23 +150,30 @@ async def mail_table(ctx: Ctx, table: Table, *, new: bool = False, what: str = "
     someone else sent the command (an operator, another address)."""
     game = table.game
     user = game.seats[0].user
-    body = table.text() + web_line(ctx, game)
+    web = web_line(ctx, game)
+    body = table.text() + web
     reply_to, key = await ctx.reply_address(game.game_type, game.board_number, user, game.ply)
     text = body.rstrip("\n") + "\n\n" + reply_line(game) + "\n"
     if user.addresses and not user.signed_off:
-        ctx.out.append(Mail(list(dict.fromkeys(user.addresses)), subject_of(game, new=new, what=what), text,
-                            reply_to=reply_to, reply_key=key))  # fmt: skip
+        mail = Mail(list(dict.fromkeys(user.addresses)), subject_of(game, new=new, what=what), text,
+                    reply_to=reply_to, reply_key=key)  # fmt: skip
+        ctx.out.append(_with_picture(mail, table, user, reply_line(game), web))
     if ctx.mail is not None and ctx.sender.lower() not in {a.lower() for a in user.addresses}:
         ctx.out.append(Mail([ctx.sender], subject_of(game, new=new, what=what), body, for_sender=True))
 
 
 async def reply_to_table(ctx: Ctx, game: Game, headline: str) -> None:
-    """The table as it is, to the sender only (e.g. a reply to an older board mail)."""
-    state = await _state(ctx, game)
+    """The table as it is, to the sender only (e.g. a reply to an older board mail);
+    with the picture when the sender is the player and wants pictures."""
+    state, moves = await _state(ctx, game)
     user = game.seats[0].user
     reply_to, key = await ctx.reply_address(game.game_type, game.board_number, user, game.ply)
-    body = Table(game, state, headline, []).text().rstrip("\n") + "\n\n" + reply_line(game) + "\n"
-    ctx.out.append(Mail([ctx.sender], subject_of(game), body, for_sender=True, reply_to=reply_to, reply_key=key))
+    table = Table(game, state, moves, headline, [])
+    body = table.text().rstrip("\n") + "\n\n" + reply_line(game) + "\n"
+    mail = Mail([ctx.sender], subject_of(game), body, for_sender=True, reply_to=reply_to, reply_key=key)
+    if ctx.sender.lower() in {a.lower() for a in user.addresses}:
+        mail = _with_picture(mail, table, user, reply_line(game), "")
+    ctx.out.append(mail)
 
 
 async def _owner(ctx: Ctx, cmd: Command, words: list[str]) -> tuple[Game, User, Seat]:
@@ -198,7 +253,7 @@ async def new(ctx: Ctx, cmd: Command) -> None:
     ctx.board = str(number)
     notes = ["", f"Others can play the same cards: {kind.name} new USERID PASSWORD -{variant} --deal={deal}"]
     headline = f"{user.userid} starts deal {deal}"
-    await mail_table(ctx, Table(game, state, headline, notes), new=True)
+    await mail_table(ctx, Table(game, state, [], headline, notes), new=True)
 
 
 # ---------------------------------------------------------------------- moves
@@ -209,7 +264,7 @@ async def _play_moves(ctx: Ctx, cmd: Command, game: Game, user: User, texts: lis
         raise board_error(game, f"no move given; write moves as {rules.notation}")
     if len(texts) > MAX_MOVES_PER_MAIL:
         raise board_error(game, f"at most {MAX_MOVES_PER_MAIL} moves in one mail")
-    state = await _state(ctx, game)
+    state, moves = await _state(ctx, game)
     played: list[str] = []
     stopped: str | None = None
     for i, text in enumerate(texts, 1):
@@ -222,6 +277,7 @@ async def _play_moves(ctx: Ctx, cmd: Command, game: Game, user: User, texts: lis
         ending = rules.ending(state)
         if ending != "resigned":  # resigning ends the game; it is no move
             _record(ctx, game, canonical, rules, state)
+            moves.append(canonical)
         played.append(canonical)
         if ending is not None:
             await _finish(ctx, game, rules, state, ending)
@@ -239,7 +295,7 @@ async def _play_moves(ctx: Ctx, cmd: Command, game: Game, user: User, texts: lis
     if comment:
         notes += ["", f"Your note: {shortened(ctx, comment, 2000)}"]
     headline = f"{user.userid} played {' '.join(played)}"
-    await mail_table(ctx, Table(game, state, headline, notes))
+    await mail_table(ctx, Table(game, state, moves, headline, notes))
 
 
 @command("move", game=SOLITAIRE, usage="move BOARD USERID PASSWORD MOVE [MOVE …]", auth=1)
@@ -287,7 +343,8 @@ async def undo(ctx: Ctx, cmd: Command) -> None:
     game.position = _summary(rules, state)
     game.last_move_at = ctx.now
     noun = "move" if count == 1 else f"{count} moves"
-    await mail_table(ctx, Table(game, state, f"{user.userid} took back {noun} ({' '.join(taken)})", []))
+    table = Table(game, state, [m.move for m in kept], f"{user.userid} took back {noun} ({' '.join(taken)})", [])
+    await mail_table(ctx, table)
 
 
 @command("resign", game=SOLITAIRE, usage="resign BOARD USERID PASSWORD", auth=1)
@@ -296,9 +353,10 @@ async def resign(ctx: Ctx, cmd: Command) -> None:
     game, user, _ = await _owner(ctx, cmd, words)
     _require_active(game)
     rules = _rules(game)
-    state = rules.resign(await _state(ctx, game))
+    state, moves = await _state(ctx, game)
+    state = rules.resign(state)
     await _finish(ctx, game, rules, state, "resigned")
-    await mail_table(ctx, Table(game, state, f"{user.userid} resigns", []))
+    await mail_table(ctx, Table(game, state, moves, f"{user.userid} resigns", []))
 
 
 @command("hint", game=SOLITAIRE, usage="hint BOARD USERID PASSWORD", auth=1)
@@ -307,26 +365,26 @@ async def hint(ctx: Ctx, cmd: Command) -> None:
     game, _, _ = await _owner(ctx, cmd, words)
     _require_active(game)
     rules = _rules(game)
-    state = await _state(ctx, game)
+    state, moves = await _state(ctx, game)
     found = rules.hint(state, HINT_SECONDS)
     game.options = {**game.options, "hints": int(game.options.get("hints", 0)) + 1}
     if found is None:
         line = "The solver found no move that helps within its time; the game may be lost (resign ends it)."
     else:
         line = f"Hint: {found}   (reply with it, or: {game.game_type} move {game.board_number} USERID PASSWORD {found})"
-    await mail_table(ctx, Table(game, state, "", ["", line]), what="hint")
+    await mail_table(ctx, Table(game, state, moves, "", ["", line]), what="hint")
 
 
 @command("show", game=SOLITAIRE, usage="show BOARD", auth=None)
 async def show(ctx: Ctx, cmd: Command) -> None:
     words = need(cmd, 1, 1)
     game, _ = await load_game(ctx, cmd, words[0], lock=False)
-    state = await _state(ctx, game)
+    state, moves = await _state(ctx, game)
     notes: list[str] = []
-    body = Table(game, state, "", notes).text() + web_line(ctx, game)
+    body = Table(game, state, moves, "", notes).text() + web_line(ctx, game)
     user = game.seats[0].user
     if ctx.sender.lower() in {a.lower() for a in user.addresses}:
-        await mail_table(ctx, Table(game, state, "", notes))
+        await mail_table(ctx, Table(game, state, moves, "", notes))
         return
     ctx.out.append(Mail([ctx.sender], subject_of(game), body, for_sender=True))
 
