@@ -9,9 +9,12 @@
 from __future__ import annotations
 
 import re
+import threading
+from collections import OrderedDict
+from functools import cache
 
-from .geometry import SIZES
-from .pieces import KIND_T, KINDS, make_piece, piece_from_text, piece_text
+from .geometry import SIZES, geometry
+from .pieces import ARMIES, KIND_T, KINDS, make_piece, piece_from_text, piece_text
 from .position import Move, Position
 
 
@@ -24,12 +27,116 @@ class NotationError(ValueError):
 _TPN_TOKEN = re.compile(r"(\d+)|([tabcdTABCD])(')?")
 
 
+POSITION_CACHE_SIZE = 1024
+"""How many position strings :func:`parse_tpn` remembers (least recently used out)."""
+
+_cache: OrderedDict[str, Position] = OrderedDict()
+"""Position string -> the position it reads as; never handed out (callers get copies)."""
+_cache_lock = threading.Lock()
+
+
 def parse_tpn(text: str, n: int | None = None) -> Position:
     """Read a position string such as ``DDCCBBAT/AABBCCDD/8/8/8/8/ddccbbaa/tabbccdd 1``.
 
     The board size comes from the number of ranks (8 or 6) unless ``n`` is given, in
     which case it must match.  Raises :class:`NotationError` with the reason.
+
+    The last :data:`POSITION_CACHE_SIZE` strings read (or written by :func:`format_tpn`)
+    are remembered: reading one again costs a copy of its position, not a parse.  Each
+    call returns a position of its own, so the cache never shares a board.
     """
+    if type(text) is str:
+        with _cache_lock:
+            known = _cache.get(text)
+            if known is not None:
+                _cache.move_to_end(text)
+        if known is not None:
+            # Only valid strings are cached, so the size check is all that can fail.
+            size = known.n
+            if n is not None and n != size:
+                raise NotationError(f"the position string has {size} ranks but the board is {n}x{n}")
+            return known.copy()
+    pos = _read_tpn_quickly(text, n) if type(text) is str else None
+    if pos is None:
+        pos = _read_tpn(text, n)  # reads it the same way, or says what is wrong
+    _remember(text, pos)
+    return pos.copy()
+
+
+def _remember(text: str, pos: Position) -> None:
+    """Cache ``pos`` (which no caller holds) as what ``text`` reads as."""
+    with _cache_lock:
+        _cache[text] = pos
+        _cache.move_to_end(text)
+        while len(_cache) > POSITION_CACHE_SIZE:
+            _cache.popitem(last=False)
+
+
+def clear_position_cache() -> None:
+    """Forget every remembered position string (benchmarks, tests)."""
+    with _cache_lock:
+        _cache.clear()
+
+
+_RANKS: dict[tuple[str, int], tuple[int, ...]] = {}
+"""(rank text, board size) -> the piece ints of its squares, file a first, for the
+ranks read so far (most boards share most of their ranks); emptied when large."""
+_RANKS_SIZE = 8192
+
+
+def _read_tpn_quickly(text: str, n: int | None) -> Position | None:
+    """What :func:`_read_tpn` reads ``text`` as, or None when it would refuse the
+    string (or the string is written in an unusual way): then ``_read_tpn`` decides."""
+    parts = text.split()
+    if len(parts) != 2 or parts[1] not in ("1", "2", "3", "4"):
+        return None
+    ranks = parts[0].split("/")
+    size = len(ranks)
+    if size not in SIZES or (n is not None and n != size):
+        return None
+    board: list[int] = []
+    for rank in reversed(ranks):  # rank 1 first
+        squares = _RANKS.get((rank, size))
+        if squares is None:
+            squares = _read_rank(rank, size)
+            if squares is None:
+                return None
+            if len(_RANKS) >= _RANKS_SIZE:
+                _RANKS.clear()
+            _RANKS[(rank, size)] = squares
+        board += squares
+    to_move = int(parts[1])
+    pos = Position(size, board, to_move)
+    army_mask = pos.army_mask
+    if not army_mask[to_move] or not all(board.count(make_piece(a, KIND_T)) == 1 for a in ARMIES if army_mask[a]):
+        return None
+    return pos
+
+
+def _read_rank(rank: str, size: int) -> tuple[int, ...] | None:
+    """The piece ints of one rank's squares, or None when it is not ``size`` squares
+    of counts and pieces."""
+    squares: list[int] = []
+    pos = 0
+    while pos < len(rank):
+        m = _TPN_TOKEN.match(rank, pos)
+        if not m:
+            return None
+        pos = m.end()
+        count = m.group(1)
+        if count:
+            if len(count) > 1:  # '10', '08': more squares than a rank, or oddly written
+                return None
+            squares += [0] * int(count)
+        else:
+            squares.append(piece_from_text(m.group(2), bool(m.group(3))))
+        if len(squares) > size:
+            return None
+    return tuple(squares) if len(squares) == size else None
+
+
+def _read_tpn(text: str, n: int | None) -> Position:
+    """:func:`parse_tpn` without the cache, square by square."""
     parts = text.split()
     if len(parts) != 2:
         raise NotationError("a position string is the ranks separated by '/', a space, and the army to move (e.g. '... 1')")
@@ -74,7 +181,50 @@ def parse_tpn(text: str, n: int | None = None) -> Position:
 
 
 def format_tpn(pos: Position) -> str:
-    """The position string of ``pos`` (the inverse of :func:`parse_tpn`)."""
+    """The position string of ``pos`` (the inverse of :func:`parse_tpn`).
+
+    A string written here is usually read back soon (the server stores the position
+    after a move and reads it again for the reply and the next move), so the position
+    is remembered as what the string reads as (built afresh from ``pos``'s pieces),
+    when :func:`parse_tpn` would accept the string.
+    """
+    text = _tpn_of(pos)
+    if text is None:  # a square holds no piece of armies 1-4: no string reads as this
+        return _tpn_square_by_square(pos)
+    with _cache_lock:
+        known = text in _cache
+    if not known:
+        board, to_move = pos.board, pos.to_move
+        if type(to_move) is int and to_move in ARMIES:
+            fresh = Position(pos.n, board, to_move)  # the board copied, its masks recomputed
+            army_mask = fresh.army_mask
+            if army_mask[to_move] and all(board.count(make_piece(a, KIND_T)) == 1 for a in ARMIES if army_mask[a]):
+                _remember(text, fresh)
+    return text
+
+
+_TPN_TEXT: dict[int, str] = {0: "1", **{p: piece_text(p) for p in range(8, 40) if p & 7 < 5}}
+"""Each square's text in a position string, an empty square as ``1`` (runs of them
+are counted afterwards: no piece's text has a digit)."""
+_TPN_RUNS = tuple(("1" * k, str(k)) for k in range(8, 1, -1))
+
+
+def _tpn_of(pos: Position) -> str | None:
+    """The position string, or None when a square holds something other than a piece
+    of armies 1-4 (then :func:`_tpn_square_by_square` writes or refuses it)."""
+    n, board = pos.n, pos.board
+    text = _TPN_TEXT.__getitem__
+    try:
+        ranks = "/".join(["".join(map(text, board[start : start + n])) for start in range(n * (n - 1), -1, -n)])
+    except KeyError:
+        return None
+    for run, count in _TPN_RUNS:  # longest first; a rank holds at most 8 squares
+        ranks = ranks.replace(run, count)
+    return f"{ranks} {pos.to_move}"
+
+
+def _tpn_square_by_square(pos: Position) -> str:
+    """The position string written square by square, for any board."""
     n = pos.n
     rows = []
     for y in range(n - 1, -1, -1):
@@ -125,6 +275,13 @@ def format_move(pos: Position, move: Move) -> str:
     return text
 
 
+@cache
+def _square_numbers(n: int) -> dict[str, int]:
+    """Square name (``"d2"``) -> square number on the N x N board."""
+    geo = geometry(n)
+    return {geo.name(sq): sq for sq in range(n * n)}
+
+
 def parse_move(pos: Position, text: str) -> Move:
     """Read a move in any form of §7 and check it is legal for the army to move.
 
@@ -137,10 +294,13 @@ def parse_move(pos: Position, text: str) -> Move:
         raise NotationError(f"{raw[:40]!r} is not a move; write it as {MOVE_FORMS}")
     letter, src, dst, cap = m.groups()
     geo = pos.geo
-    try:
-        frm, to = geo.square(src), geo.square(dst)
-    except ValueError as exc:
-        raise NotationError(f"{raw}: {exc}") from None
+    names = _square_numbers(geo.n)
+    frm, to = names.get(src.lower(), -1), names.get(dst.lower(), -1)
+    if frm < 0 or to < 0:
+        try:
+            frm, to = geo.square(src), geo.square(dst)
+        except ValueError as exc:
+            raise NotationError(f"{raw}: {exc}") from None
     outcome = pos.outcome()
     if outcome is not None:
         raise NotationError(f"{raw}: the game is over")

@@ -4,6 +4,10 @@ Positions are immutable values: :meth:`Position.play` returns a new one.  The
 board is a list of piece ints (see :mod:`.pieces`) plus bitmasks per army and per
 piece size, so that counting and generating moves are a handful of integer
 operations per piece (bulk perft counts run at over a million leaves a second).
+The server's questions about one position are answered without the legal-move
+list where they can be: :meth:`Position.is_legal` looks at the one piece's target
+mask, :meth:`Position.outcome` and :meth:`Position.has_legal_move` stop at the
+first piece that can move, and the list itself hands out shared ``Move`` tuples.
 
 >>> from pbmserv_terrace.rules.setups import start_position
 >>> len(start_position("long").legal_moves())
@@ -14,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import cache
 from typing import NamedTuple
 
 from .geometry import Geometry, geometry
@@ -45,6 +50,28 @@ def goal_square(n: int, army: int) -> int:
     return n * n - 1 if army in top_right else 0
 
 
+@cache
+def _goals(n: int) -> tuple[tuple[int, int, int], ...]:
+    """(army, goal square, that army's T) for armies 1..4 on the N x N board."""
+    return tuple((army, goal_square(n, army), make_piece(army, KIND_T)) for army in ARMIES)
+
+
+@cache
+def _move_table(n: int) -> tuple[tuple[Move, ...], ...]:
+    """``_move_table(n)[frm][to] == Move(frm, to)``: the generator hands out these
+    shared (immutable) tuples instead of building a new one per move."""
+    count = n * n
+    return tuple(tuple(Move(frm, to) for to in range(count)) for frm in range(count))
+
+
+@cache
+def _attackers_of(n: int) -> tuple[int, ...]:
+    """``_attackers_of(n)[sq]``: the squares whose capture mask holds ``sq`` (one level
+    up, diagonally): any piece there threatens a T on ``sq``."""
+    geo = geometry(n)
+    return tuple(sum(1 << s for s in range(n * n) if geo.capture[s] >> sq & 1) for sq in range(n * n))
+
+
 class Position:
     """An immutable Terrace position.  Build one with :func:`setups.start_position`
     or :func:`notation.parse_tpn`; never mutate its fields."""
@@ -70,8 +97,9 @@ class Position:
         by_size = [0] * 5
         for sq, p in enumerate(self.board):
             if p:
-                army_mask[p >> 3] |= 1 << sq
-                by_size[SIZE[p]] |= 1 << sq
+                bit = 1 << sq
+                army_mask[p >> 3] |= bit
+                by_size[SIZE[p]] |= bit
         self.army_mask = army_mask
         self.size_mask = [0, by_size[1], by_size[1] | by_size[2], by_size[1] | by_size[2] | by_size[3], 0]
         self.size_mask[4] = self.size_mask[3] | by_size[4]
@@ -93,24 +121,24 @@ class Position:
 
     def t_square(self, army: int) -> int | None:
         """Where ``army``'s T stands, or None."""
-        t = make_piece(army, KIND_T)
-        mask = self.army_mask[army]
-        while mask:
-            low = mask & -mask
-            sq = low.bit_length() - 1
-            if self.board[sq] == t:
-                return sq
-            mask ^= low
-        return None
+        # A piece int names its army, so the first square holding army's T is the
+        # lowest square of army's mask holding it.
+        try:
+            return self.board.index(make_piece(army, KIND_T))
+        except ValueError:
+            return None
 
     def _winner_on_board(self) -> tuple[int, str] | None:
-        n = self.geo.n
-        for army in ARMIES:
-            if self.army_mask[army] and self.board[goal_square(n, army)] == make_piece(army, KIND_T):
-                return army, "its T reached its goal"
-        alive = self.armies()
-        if len(alive) == 1:
-            return alive[0], "it is the last army on the board"
+        board, army_mask = self.board, self.army_mask
+        alive, last = 0, 0
+        for army, goal, t in _goals(self.geo.n):
+            if army_mask[army]:
+                if board[goal] == t:
+                    return army, "its T reached its goal"
+                alive += 1
+                last = army
+        if alive == 1:
+            return last, "it is the last army on the board"
         return None
 
     def outcome(self) -> Outcome | None:
@@ -118,9 +146,34 @@ class Position:
         won = self._winner_on_board()
         if won:
             return Outcome(won[0], won[1])
-        if not self.legal_moves():
+        if not self._any_move():
             return Outcome(None, f"army {self.to_move} has no legal move")
         return None
+
+    def has_legal_move(self) -> bool:
+        """``bool(self.legal_moves())`` without building the list: stops at the first
+        piece of the army to move that has a target."""
+        return self._winner_on_board() is None and self._any_move()
+
+    def _any_move(self) -> bool:
+        """Whether some piece of the army to move has a target (the board not yet
+        checked for a winner)."""
+        if self._moves is not None:
+            return bool(self._moves)
+        geo = self.geo
+        board, occ = self.board, self.occ
+        empty = ~occ & geo.full
+        mask = self.army_mask[self.to_move]
+        blockers_all = occ & ~mask
+        up, down, capture, reach, tmask = geo.up, geo.down, geo.capture, geo.reach, geo.terrace_mask
+        size_mask = self.size_mask
+        while mask:
+            low = mask & -mask
+            sq = low.bit_length() - 1
+            mask ^= low
+            if ((up[sq] | down[sq] | reach[sq][blockers_all & tmask[sq]]) & empty) | (capture[sq] & size_mask[SIZE[board[sq]]]):
+                return True
+        return False
 
     def is_over(self) -> bool:
         return self.outcome() is not None
@@ -144,16 +197,26 @@ class Position:
             return self._moves
         moves: list[Move] = []
         if self._winner_on_board() is None:
-            army = self.to_move
-            mask = self.army_mask[army]
+            geo = self.geo
+            board, occ = self.board, self.occ
+            empty = ~occ & geo.full
+            mask = self.army_mask[self.to_move]
+            blockers_all = occ & ~mask
+            up, down, capture, reach, tmask = geo.up, geo.down, geo.capture, geo.reach, geo.terrace_mask
+            size_mask = self.size_mask
+            table = _move_table(geo.n)
+            append = moves.append
             while mask:
                 low = mask & -mask
                 sq = low.bit_length() - 1
                 mask ^= low
-                targets = self._targets(sq, army)
+                targets = ((up[sq] | down[sq] | reach[sq][blockers_all & tmask[sq]]) & empty) | (
+                    capture[sq] & size_mask[SIZE[board[sq]]]
+                )
+                row = table[sq]
                 while targets:
                     t = targets & -targets
-                    moves.append(Move(sq, t.bit_length() - 1))
+                    append(row[t.bit_length() - 1])
                     targets ^= t
         self._moves = moves
         return moves
@@ -181,6 +244,16 @@ class Position:
         return count
 
     def is_legal(self, move: Move) -> bool:
+        """``move in self.legal_moves()``, answered from the one piece's target mask."""
+        count = len(self.board)
+        if isinstance(move, tuple) and len(move) == 2:
+            frm, to = move
+            if type(frm) is int and type(to) is int and 0 <= frm < count and 0 <= to < count:
+                army = self.to_move
+                if not self.army_mask[army] >> frm & 1 or self._winner_on_board() is not None:
+                    return False
+                return bool(self._targets(frm, army) >> to & 1)
+        # Anything else (a bool, a float, a square off the board) compares as the list does.
         return move in self.legal_moves()
 
     def play(self, move: Move) -> Position:
@@ -274,10 +347,23 @@ class Position:
             if m.frm == sq:
                 yield m
 
+    def copy(self) -> Position:
+        """An equal position that shares nothing mutable with this one (the board
+        and masks are copied; the legal moves are found again when asked for)."""
+        nxt = Position.__new__(Position)
+        nxt.geo = self.geo
+        nxt.board = self.board.copy()
+        nxt.army_mask = self.army_mask.copy()
+        nxt.size_mask = self.size_mask.copy()
+        nxt.occ = self.occ
+        nxt.to_move = self.to_move
+        nxt._moves = None
+        return nxt
+
     # ---------------------------------------------------------- announcements
     def threatened_armies(self) -> list[int]:
         """Armies whose T another army could capture if it were to move now (§6)."""
-        geo = self.geo
+        attacked_from = _attackers_of(self.geo.n)
         out = []
         for army in self.armies():
             tsq = self.t_square(army)
@@ -287,10 +373,8 @@ class Position:
             # A piece on a diagonal square one level above T captures it (every piece
             # is at least T's size).  Those squares are exactly the squares whose
             # capture mask contains tsq.
-            for sq in _bits(attackers):
-                if geo.capture[sq] >> tsq & 1:
-                    out.append(army)
-                    break
+            if attackers & attacked_from[tsq]:
+                out.append(army)
         return out
 
     def announcements(self) -> list[str]:
@@ -315,7 +399,7 @@ class Position:
                 if won[0] == army:
                     return False
                 continue
-            if not after.legal_moves():
+            if not after._any_move():
                 return False
             if army in after.armies() and army not in after.threatened_armies():
                 return False
@@ -335,10 +419,3 @@ class Position:
     def __repr__(self) -> str:
         # No text of the position here: TPN lives in notation (which imports this module).
         return f"<Position {self.geo.n}x{self.geo.n}, {bin(self.occ).count('1')} pieces, army {self.to_move} to move>"
-
-
-def _bits(mask: int) -> Iterator[int]:
-    while mask:
-        low = mask & -mask
-        yield low.bit_length() - 1
-        mask ^= low

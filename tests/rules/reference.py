@@ -110,3 +110,38 @@ def slow_perft(n: int, board: dict, army: int, depth: int) -> int:
     if depth == 0:
         return 1
     return sum(slow_perft(n, *slow_play(n, board, army, m), depth - 1) for m in slow_moves(n, board, army))
+
+
+def slow_outcome(pos: Position) -> tuple[int | None, str] | None:
+    """RULES.md §5 from the full legal-move list, as ``Position.outcome`` was first
+    written: (winner, reason) or None while the game goes on."""
+    n = pos.n
+    alive = [a for a in (1, 2, 3, 4) if any(p >> 3 == a for p in pos.board)]
+    for army in alive:
+        x, y = goal(n, army)
+        if pos.board[y * n + x] == army << 3:
+            return army, "its T reached its goal"
+    if len(alive) == 1:
+        return alive[0], "it is the last army on the board"
+    if not pos.legal_moves():
+        return None, f"army {pos.to_move} has no legal move"
+    return None
+
+
+def slow_tpn(pos: Position) -> str:
+    """RULES.md §8 written out square by square."""
+    n = pos.n
+    rows = []
+    for y in range(n - 1, -1, -1):
+        text, gap = "", 0
+        for x in range(n):
+            p = pos.board[y * n + x]
+            if not p:
+                gap += 1
+                continue
+            if gap:
+                text, gap = text + str(gap), 0
+            letter = "TABCD"[p & 7]
+            text += (letter.lower() if p >> 3 in (1, 3) else letter) + ("'" if p >> 3 >= 3 else "")
+        rows.append(text + (str(gap) if gap else ""))
+    return "/".join(rows) + f" {pos.to_move}"
