@@ -3,16 +3,21 @@ raw mail in, the replies out.  The rules themselves are tested in tests/games.""
 
 from __future__ import annotations
 
+import html
+import io
 import re
 from datetime import UTC, datetime
 
 import pytest
+from PIL import Image
 
+from pbmserv_terrace.app.compose import board_picture, to_email
 from pbmserv_terrace.commands import parse_line
 from pbmserv_terrace.commands.parse import redact
 from pbmserv_terrace.games.patience import format_move, new_game, replay, solve
 from pbmserv_terrace.gametypes import GAME_TYPES
-from pbmserv_terrace.store import UnitOfWork
+from pbmserv_terrace.rules import format_tpn, start_position
+from pbmserv_terrace.store import OutboxMessage, UnitOfWork
 
 from .harness import Harness, Reply, answer
 
@@ -312,3 +317,110 @@ def test_the_service_names_no_game() -> None:
         for name in names:
             assert f'"{name}"' not in code and f"'{name}'" not in code, (path.name, name)
         assert "from ..rules" not in text and "from ..engine" not in text and "from ..games" not in text, path.name
+
+
+# ------------------------------------------------------------------ pictures
+def mime_tree(reply: Reply) -> list[str]:
+    assert reply.message is not None
+    return [part.get_content_type() for part in reply.message.walk()]
+
+
+def png_part(reply: Reply) -> tuple[str, bytes]:
+    """The picture's Content-ID (without brackets) and its bytes."""
+    assert reply.message is not None
+    part = next(p for p in reply.message.walk() if p.get_content_type() == "image/png")
+    data = part.get_payload(decode=True)
+    assert isinstance(data, bytes)
+    return part["Content-ID"].strip("<>"), data
+
+
+def test_the_board_mail_shows_the_table_as_a_picture_beside_the_text(h: Harness) -> None:
+    rules = GAME_TYPES["patience"].solitaire
+    r = new(h)
+    assert mime_tree(r) == ["multipart/alternative", "text/plain", "multipart/related", "text/html", "image/png"]
+    cid, data = png_part(r)
+    assert cid == "board-patience-101@pbmserv"
+    start = new_game("terrace", 4)
+    assert f'src="cid:{cid}"' in r.html
+    assert f'alt="{html.escape(rules.picture_alt(start))}"' in r.html
+    assert data == rules.picture(start)
+    image = Image.open(io.BytesIO(data))
+    assert image.format == "PNG" and image.width >= 560 and len(data) <= 40_000
+    # the HTML says what the text says: heading, headline, the ASCII table, the reply line
+    assert "Patience Board 101: ann plays Terrace, deal 4" in r.html and "ann starts deal 4." in r.html
+    assert "<pre " in r.html and html.escape(rules.table_text(start).rstrip("\n")) in r.html
+    assert "Reply to this mail with your moves" in r.html and "Moves: 0   Undos: 0   Hints: 0" in r.html
+    assert r.message is not None and len(r.message.as_bytes()) < 60_000
+
+
+def test_the_picture_follows_the_moves_and_the_note_is_escaped(h: Harness) -> None:
+    rules = GAME_TYPES["patience"].solitaire
+    first = new(h)
+    [r] = h.send("ann", "patience move 101 ann pw-ann base 1, flip w-t5", "<script>alert(1)</script>")
+    moves = board_state(h)[3]
+    assert moves[:2] == ["base 1", "flip"]
+    after = replay("terrace", 4, moves)
+    assert png_part(r)[1] == rules.picture(after) != png_part(first)[1]
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in r.html and "<script>" not in r.html
+    [u] = answer(h, r, "undo")
+    assert png_part(u)[1] == rules.picture(replay("terrace", 4, board_state(h)[3]))
+    [x] = answer(h, u, "hint")
+    assert x.subject.endswith("hint") and "Hint:" in x.html and mime_tree(x)[0] == "multipart/alternative"
+    [s] = answer(h, x, "show")
+    assert png_part(s)[1] == png_part(u)[1]
+    # a reply to a mail the board has moved on from: the table as it is, with its picture
+    [stale] = answer(h, first, "flip")
+    assert "has moved on" in stale.body and png_part(stale)[1] == png_part(u)[1]
+    # resigning: the picture says so (the resignation is no move to replay)
+    [end] = h.send("ann", "patience resign 101 ann pw-ann")
+    resigned = rules.resign(replay("terrace", 4, board_state(h)[3]))
+    assert png_part(end)[1] == rules.picture(resigned) != png_part(s)[1]
+    assert "Resigned with" in end.html
+
+
+def test_pictures_off_gives_the_same_text_only_and_others_get_text(h: Harness) -> None:
+    new(h)
+    [on] = h.send("ann", "patience show 101")
+    h.send("ann", "change pictures ann pw-ann off")
+    [off] = h.send("ann", "patience show 101")
+    assert mime_tree(off) == ["text/plain"] and off.html == ""
+    assert off.body == on.body and off.subject == on.subject
+    [r] = h.send("ann", "patience move 101 ann pw-ann base 1")
+    assert mime_tree(r) == ["text/plain"]
+    [other] = h.send("ben", "patience show 101")  # not the player: the text only
+    assert mime_tree(other) == ["text/plain"]
+    [bad] = h.send("ann", "patience move 101 ann pw-ann zz-9")  # errors stay text
+    assert mime_tree(bad) == ["text/plain"]
+
+
+def test_compose_draws_solitaire_specs_by_replaying_and_terrace_specs_as_before(h: Harness) -> None:
+    rules = GAME_TYPES["patience"].solitaire
+
+    def row(spec: dict[str, object]) -> OutboxMessage:
+        return OutboxMessage(message_id="<x@terrace.test>", recipient="ann@players.test", subject="s", body="text\n",
+                             html='<img src="cid:pic@pbmserv">', picture=spec, created_at=datetime.now(UTC))  # fmt: skip
+
+    def image_of(spec: dict[str, object]) -> bytes | None:
+        msg = to_email(row({**spec, "cid": "pic@pbmserv"}), h.config)
+        parts = [p for p in msg.walk() if p.get_content_type() == "image/png"]
+        data = parts[0].get_payload(decode=True) if parts else None
+        assert data is None or isinstance(data, bytes)
+        return data
+
+    moves = ["base 1", "flip"]
+    got = image_of({"game": "patience", "variant": "terrace", "deal": 4, "moves": moves})
+    assert got == rules.picture(replay("terrace", 4, moves))
+    resigned = image_of({"game": "patience", "variant": "terrace", "deal": 4, "moves": moves, "resigned": True})
+    assert resigned == rules.picture(rules.resign(replay("terrace", 4, moves))) != got
+    # an old row (no "game") and a board game's spec are Terrace boards, drawn as before
+    tpn = format_tpn(start_position("long", 8))
+    old = image_of({"tpn": tpn, "last_move": ""})
+    assert old == board_picture(tpn, "") and old is not None
+    assert image_of({"game": "terrace", "tpn": tpn, "last_move": ""}) == old
+    # a solitaire spec that no longer replays: the mail goes as text only
+    for broken in ({"game": "patience", "variant": "terrace", "deal": 4, "moves": ["zz-9"]},
+                   {"game": "patience", "variant": "nosuch", "deal": 4, "moves": []},
+                   {"game": "patience", "variant": "terrace", "deal": "x", "moves": []},
+                   {"game": "patience", "variant": "terrace", "deal": 4, "moves": "flip"}):  # fmt: skip
+        msg = to_email(row({**broken, "cid": "pic@pbmserv"}), h.config)
+        assert [p.get_content_type() for p in msg.walk()] == ["text/plain"], broken
