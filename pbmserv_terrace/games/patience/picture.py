@@ -57,8 +57,8 @@ TABLEAU_Y = 300
 STATUS_Y = 550
 """top of the status lines (two at most)"""
 TABLEAU_STEP = 20
-"""how much of a covered tableau card shows (its rank and suit); less on a long pile"""
-MIN_STEP = 6
+"""how much of a covered tableau card shows (its rank and suit); less on a pile too long
+for the room above the status line (the top card always shows whole)"""
 WASTE_STEP = 16
 RESERVE_STEP = 20
 HALO = 3
@@ -306,7 +306,7 @@ def _draw(state: State, scale: int) -> Image.Image:
         if not pile:
             _slot_text(p, x, TABLEAU_Y, "space")
             continue
-        step = max(MIN_STEP, min(TABLEAU_STEP, room / max(1, len(pile) - 1)))
+        step = min(TABLEAU_STEP, room / max(1, len(pile) - 1))
         if offered:
             _halo(p, x, TABLEAU_Y)
         _fan_down(p, pile, x, TABLEAU_Y, step)
