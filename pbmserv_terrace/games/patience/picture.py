@@ -10,11 +10,11 @@ corner (readable where the next card covers the rest) and large in the middle;
 hearts and diamonds are red, and the suit symbols differ in shape, so the picture
 reads in greyscale too.
 
-Everything is measured in picture units (1 unit = 1 CSS pixel; the picture is
-:data:`WIDTH` x :data:`HEIGHT` units) and drawn at ``scale`` pixels per unit (2 by
-default: sharp on high-density screens when shown at :data:`WIDTH` CSS pixels).
-For speed each card face is drawn once per scale and pasted; the result is mapped
-onto one fixed palette (small file, same colours every time).
+Everything is measured in picture units (the picture is :data:`WIDTH` x
+:data:`HEIGHT` units, its fonts sized for 1 unit = 1 CSS pixel) and drawn at
+``scale`` pixels per unit (2 by default: sharp on high-density screens).  For
+speed each card face and each text is drawn once and pasted; the result is
+mapped onto one fixed palette (small file, same colours every time).
 
 Fonts: DejaVu (Debian's ``fonts-dejavu-core``) when it is installed, with the suit
 symbols; else Pillow's own font, with the suit letters (``c d h s``) instead.
@@ -41,7 +41,7 @@ Box = tuple[float, float, float, float]
 
 # ---------------------------------------------------------------------- layout
 WIDTH = 480
-"""picture width in units (CSS pixels)"""
+"""picture width in units (the fonts are sized for 1 unit = 1 CSS pixel)"""
 HEIGHT = 580
 SCALE = 2
 MARGIN = 9
@@ -378,7 +378,7 @@ def _sample_state() -> State:
 
 def table_png(state: State, scale: int = SCALE) -> bytes:
     """The table as a palette PNG, ``WIDTH * scale`` x ``HEIGHT * scale`` pixels
-    (960 x 1200 at scale 2, to be shown at 480 x 600 CSS pixels)."""
+    (960 x 1160 at scale 2: sharp when shown at 480 to 560 CSS pixels wide)."""
     mapped = _draw(state, scale).quantize(palette=_palette(scale), dither=Image.Dither.NONE)
     buf = io.BytesIO()
     mapped.save(buf, "PNG", compress_level=COMPRESS_LEVEL, compress_type=zlib.Z_FILTERED)
