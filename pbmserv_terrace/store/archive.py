@@ -342,12 +342,19 @@ class Archive:
             for number, userid, variant, options, ply, status, finished, created in (await self.s.execute(stmt)).all()
         ]
 
-    async def ended_version(self, game_type: str) -> tuple[int, datetime | None]:
-        """(count, latest end) of the ended boards of ``game_type``: changes whenever one
-        ends, or is taken back into play and ends again."""
-        stmt = select(func.count(), func.max(Game.finished_at)).where(Game.game_type == game_type, Game.status != "active")
-        count, latest = (await self.s.execute(stmt)).one()
-        return int(count), latest
+    async def ended_version(self, game_type: str) -> tuple[int, int, int, datetime | None]:
+        """Changes whenever the set of ended boards of ``game_type`` changes: its boards and
+        its active boards counted (a board ends, is closed without a history line, or is
+        taken back into play), and its history lines counted with the latest (a board
+        ends again).  Index reads only (ix_games_type_status, ix_history_type_finished):
+        a ``status != 'active'`` filter would scan every board of every type."""
+        boards = select(func.count()).select_from(Game).where(Game.game_type == game_type)
+        active = boards.where(Game.status == "active")
+        stmt = select(boards.scalar_subquery(), active.scalar_subquery(), func.count(), func.max(FinishedGame.finished_at)).where(
+            FinishedGame.game_type == game_type
+        )
+        total, playing, ended, latest = (await self.s.execute(stmt)).one()
+        return int(total), int(playing), int(ended), latest
 
     async def history_ids_after(self, history_id: int, limit: int = 50_000) -> list[int]:
         """Ids of finished games above ``history_id`` (the primary key alone): how the
