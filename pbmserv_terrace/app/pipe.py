@@ -8,6 +8,7 @@ handler is saved to the ``failed`` directory and logged: never dropped.
 
 from __future__ import annotations
 
+import asyncio
 import email.policy
 import logging
 import mailbox
@@ -54,7 +55,11 @@ async def handle_raw(
     db = service.db
     try:
         try:
-            result = await service.handle_mail(parse_message(raw))
+            mail = parse_message(raw)
+            if not db.is_sqlite:
+                # other workers' password failures (PostgreSQL); the check runs meanwhile
+                await asyncio.gather(*(await service.prewarm([mail]))[0], return_exceptions=True)
+            result = await service.handle_mail(mail)
         except Exception as exc:
             path = save_failed(raw, config.imap.failed_folder, f"{type(exc).__name__}: {exc}")
             log.exception("handler crashed; the mail is kept in %s", path)

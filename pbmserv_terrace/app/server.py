@@ -2,7 +2,9 @@
 timer scheduler and a health endpoint, in one asyncio process.
 
 Inbound is IMAP (configured) or the embedded SMTP listener; delivery is SMTP
-(configured) or local Maildirs.  SIGTERM/SIGINT stop accepting new mail, let the
+(configured) or local Maildirs.  On PostgreSQL several ``serve`` processes share
+one mailbox: one reads it into the database's inbound queue and every one claims
+mails from it (:meth:`Server.claim_loop`, :mod:`..store.queue`).  SIGTERM/SIGINT stop accepting new mail, let the
 mail in hand finish, send what is due, and exit.
 """
 
@@ -24,7 +26,7 @@ from ..mail.embedded import EmbeddedInbound
 from ..mail.imap import ImapInbound
 from ..mail.message import parse_message
 from ..service import HandleResult, Service
-from ..store import Database
+from ..store import Database, InboundQueue, QueueListener
 from ..web import create_app, listen_socket, serve_web
 from .health import HealthEndpoint, Metrics
 from .ordering import KeyedRunner
@@ -35,6 +37,10 @@ from .robots import RobotPlayer
 log = logging.getLogger("pbmserv.serve")
 IDLE_SMTP_CLOSE = 10.0
 """seconds without replies after which the SMTP connection is closed"""
+CLAIMERS = 3
+"""claim transactions a worker keeps going at once (PostgreSQL queue)"""
+CLAIM_POLL = 2.0
+"""seconds: a worker looks at the queue this often even when no NOTIFY came"""
 
 
 class Server:
@@ -54,6 +60,11 @@ class Server:
         self.embedded: EmbeddedInbound | None = None
         self.robots = RobotPlayer(self.service, config.server.robot_workers, self.wake_outbound.set)
         self._health: HealthEndpoint | None = None
+        self.queue: InboundQueue | None = None
+        """the shared inbound queue (IMAP on PostgreSQL)"""
+        self._work = asyncio.Event()
+        """the queue may hold mails this worker can claim"""
+        self._claimers: list[asyncio.Task[None]] = []
 
     # ---------------------------------------------------------------- one mail
     async def process_raw(self, raw: bytes) -> HandleResult:
@@ -140,6 +151,66 @@ class Server:
 
     def set_inbound_connected(self, up: bool) -> None:
         self.metrics.inbound_connected.set(1 if up else 0)
+
+    # ------------------------------------------------- the shared queue (PostgreSQL)
+    def describe(self, raw: bytes) -> tuple[str, frozenset[str] | None]:
+        """(Message-ID, conflict keys) of a raw mail, as the queue records them.  A
+        mail that cannot be parsed touches nothing (its handling fails it)."""
+        try:
+            mail = parse_message(raw)
+        except Exception:
+            return "", frozenset()
+        return mail.message_id, self.service.conflict_keys(mail, self.config.server.address)
+
+    async def claim_loop(self, queue: InboundQueue) -> None:
+        """Claim mails from the queue and handle them, until shutdown: each claim
+        takes up to half of ``server.concurrency`` mails that nothing earlier holds
+        back (they touch different things, so they run side by side), keeps them
+        locked while they are handled, and marks them finished as it commits.  A
+        mail ``deferred`` (the database unreachable, or shutdown) stays ready."""
+        batch = max(1, self.config.server.concurrency // 2)
+        delay = 1.0
+        while not self.stopping.is_set():
+            self._work.clear()
+            try:
+                async with queue.claim(batch) as claim:
+                    if claim.rows:
+                        results = await self.process_batch([raw for _, raw in claim.rows])
+                        for (row_id, _), result in zip(claim.rows, results, strict=True):
+                            if result.status != "deferred":
+                                claim.finish(row_id, "failed" if result.status == "failed" else "done")
+                got, kept = len(claim.rows), len(claim.rows) - len(claim.outcome)
+            except (OperationalError, InterfaceError, OSError) as exc:
+                log.error(
+                    "inbound queue: database unavailable (%s: %s); claiming again in %.0f s", type(exc).__name__, exc, delay
+                )
+                got, kept = 0, 1
+            except Exception:
+                log.exception("inbound queue: claiming failed; claiming again in %.0f s", delay)
+                got, kept = 0, 1
+            if kept and not self.stopping.is_set():
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self.stopping.wait(), timeout=delay)
+                delay = min(delay * 2, 60.0)
+                continue
+            delay = 1.0
+            if got:
+                continue
+            await self._wait_for_work()
+
+    async def _wait_for_work(self) -> None:
+        work = asyncio.ensure_future(self._work.wait())
+        stop = asyncio.ensure_future(self.stopping.wait())
+        try:
+            await asyncio.wait({work, stop}, timeout=CLAIM_POLL, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            work.cancel()
+            stop.cancel()
+
+    async def claims_finished(self) -> None:
+        """Until the claim loops of this process have ended (after shutdown began)."""
+        if self._claimers:
+            await asyncio.wait(self._claimers, timeout=60)
 
     async def _embedded_handle(self, raw: bytes) -> None:
         if (await self.process_raw(raw)).status == "deferred":
@@ -242,8 +313,14 @@ class Server:
                 tasks.append(task)
                 web = f"http://{cfg.web.listen}/" + (f" (public address {cfg.web.public_url}/)" if cfg.web.public_url else "")
                 log.info("web archive on %s", web)
+        if cfg.uses_imap and not self.db.is_sqlite:
+            # PostgreSQL: every worker claims from the shared queue; the reader fills it
+            self.queue = InboundQueue(self.db, f"{cfg.imap.host}/{cfg.imap.user}/{cfg.imap.inbox}")
+            tasks.append(asyncio.create_task(QueueListener(self.db, self._work.set).run(self.stopping), name="queue-listener"))
+            self._claimers = [asyncio.create_task(self.claim_loop(self.queue), name=f"claim{i}") for i in range(CLAIMERS)]
+            tasks += self._claimers
         if cfg.uses_imap:
-            imap = ImapInbound(cfg, self)
+            imap = ImapInbound(cfg, self, self.queue)
             tasks.append(asyncio.create_task(imap.run(), name="imap"))
             log.info("reading mail for %s from IMAP %s:%d (%s); sending over SMTP %s:%d",
                      cfg.server.address, cfg.imap.host, cfg.imap.port, cfg.imap.tls, cfg.smtp.host, cfg.smtp.port)  # fmt: skip

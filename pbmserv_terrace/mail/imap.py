@@ -10,6 +10,13 @@ in the inbox: the next pass sees its Message-ID as processed (a no-op) and moves
 it then.  Between passes the loop waits in IDLE (re-issued before RFC 2177's 29
 minutes), or polls where the server has no IDLE; a dropped connection is
 re-opened with exponential back-off.
+
+On PostgreSQL the inbox is shared through the database's inbound queue
+(:mod:`..store.queue`): the worker holding the mailbox's advisory lock is the
+reader.  It queues new messages (raw bytes, Message-ID, conflict keys) in
+delivery order, at most IN_FLIGHT unfinished at a time, and files each message
+once some worker (itself included) has marked its row finished; every worker
+claims the rows.  SQLite (one process) hands the mails to the server directly.
 """
 
 from __future__ import annotations
@@ -26,7 +33,8 @@ from typing import Any, Protocol
 import aioimaplib
 
 from ..config import Config
-from ..store import Database
+from ..store import Database, InboundQueue
+from ..store.queue import DONE, FAILED, READY, NewMail, Row
 from .imapconn import ImapError, connect, ensure_folder, ok
 
 __all__ = ["ImapError", "ImapInbound", "connect", "internaldates"]
@@ -84,13 +92,23 @@ class MailSink(Protocol):
 
     def submit(self, raws: list[bytes], prepared: Any) -> list[asyncio.Task[Any]]: ...
 
+    def describe(self, raw: bytes) -> tuple[str, frozenset[str] | None]:
+        """(Message-ID, conflict keys) of a raw mail, for the inbound queue."""
+        ...
+
+    async def claims_finished(self) -> None:
+        """Until this process's queue claims have ended (after shutdown began)."""
+        ...
+
 
 class ImapInbound:
     """Reads the inbox and hands each mail to ``server`` (a :class:`MailSink`)."""
 
-    def __init__(self, config: Config, server: MailSink) -> None:
+    def __init__(self, config: Config, server: MailSink, queue: InboundQueue | None = None) -> None:
         self.config = config
         self.server = server
+        self.queue = queue
+        """the shared inbound queue (PostgreSQL): this worker reads into it when it holds the lock"""
         self.uidvalidity: int | None = None
         self.lost = asyncio.Event()
         self.deferred = 0
@@ -236,9 +254,59 @@ class ImapInbound:
         async with self.server.db.mailbox_lock(
             f"{self.config.imap.host}/{self.config.imap.user}/{self.config.imap.inbox}"
         ) as mine:
-            if mine:
+            if mine and self.queue is not None:
+                await self._read_locked(client, self.queue)
+            elif mine:
                 await self._drain_locked(client)
             return mine
+
+    async def _read_locked(self, client: aioimaplib.IMAP4, queue: InboundQueue) -> None:
+        """The reader of the shared queue: until none of this mailbox's rows is left,
+        queue what is new (in delivery order, BATCH per fetch, at most IN_FLIGHT
+        unfinished rows), and file what the workers finished, every FILE_EVERY
+        seconds.  At shutdown it queues nothing more, waits for this process's
+        claims to end, files what is finished and leaves the rest to the workers
+        and the next reader."""
+        assert self.uidvalidity is not None
+        uidvalidity = self.uidvalidity
+        while True:
+            rows = await queue.rows()
+            stopping = self.server.stopping.is_set()
+            if stopping:
+                await self.server.claims_finished()
+                rows = await queue.rows()
+            left = await self._file_finished(client, queue, rows, uidvalidity)
+            added = 0
+            room = IN_FLIGHT - left
+            if not stopping and room > 0:
+                queued = {r.uid for r in rows if r.uidvalidity == uidvalidity}
+                waiting = [uid for uid in await self._uids(client) if uid not in queued]
+                new = (await self._delivery_order(client, waiting))[:room]
+                for start in range(0, len(new), BATCH):
+                    chunk = new[start : start + BATCH]
+                    fetched = await self._fetch(client, chunk)
+                    mails = [NewMail(uid, *self.server.describe(fetched[uid]), fetched[uid]) for uid in chunk if uid in fetched]
+                    await queue.add(uidvalidity, mails)
+                    added += len(mails)
+            if stopping or not (added or left):
+                return
+            if not added:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self.server.stopping.wait(), timeout=FILE_EVERY)
+
+    async def _file_finished(self, client: aioimaplib.IMAP4, queue: InboundQueue, rows: list[Row], uidvalidity: int) -> int:
+        """File the finished rows' messages and delete those rows (rows of an older
+        UIDVALIDITY are deleted unfiled: their UIDs mean nothing now); how many of
+        this mailbox's rows are still unfinished."""
+        folders = {DONE: self.config.imap.processed_folder, FAILED: self.config.imap.failed_folder}
+        stale = [r.id for r in rows if r.state != READY and r.uidvalidity != uidvalidity]
+        for state, folder in folders.items():
+            these = [r for r in rows if r.state == state and r.uidvalidity == uidvalidity]
+            if these:
+                await self._file(client, [r.uid for r in these], folder)
+                stale += [r.id for r in these]
+        await queue.forget(stale)
+        return sum(1 for r in rows if r.state == READY)
 
     async def _drain_locked(self, client: aioimaplib.IMAP4) -> None:
         """Until the inbox is empty: fetch what is new (BATCH at a time, at most

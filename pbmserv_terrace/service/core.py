@@ -28,7 +28,7 @@ from ..store.repos import Users
 from . import keyed, robots, timers
 from .args import MissingArguments, missing_reason, notice
 from .context import CommandError, Ctx, Mail
-from .guards import GuessGuard, Throttle, dummy_hash
+from .guards import dummy_hash, guess_guard_for, throttle_for
 from .passwords import PasswordCache
 from .registry import Registry, build_registry
 from .replies import error_mail, merge_for_sender, queue_replies
@@ -101,8 +101,8 @@ class Service:
         secret = config.server.secret.encode() or None
         self.passwords = passwords or PasswordCache(secret)
         self.dummy_hash = dummy_hash()
-        self.throttle = Throttle(config.server.rate_limit_per_minute)
-        self.guessing = GuessGuard()
+        self.throttle = throttle_for(db, config.server.rate_limit_per_minute)
+        self.guessing = guess_guard_for(db)
         self.registry: Registry = build_registry()
 
     # ------------------------------------------------------------ server work
@@ -151,6 +151,7 @@ class Service:
         userids = sorted({userid for pairs in wanted for userid, _ in pairs})
         if not userids:
             return [[] for _ in mails]
+        await self.guessing.refresh(userids)  # what other workers counted (PostgreSQL)
         async with self.db.reading() as session:
             stored = await Users(session).password_hashes(userids)
         clock = time.monotonic()
@@ -217,7 +218,7 @@ class Service:
             return HandleResult("ignored", why)
         if not is_valid_address(mail.sender):
             return HandleResult("ignored", f"unusable sender address {mail.sender[:80]!r}")
-        verdict = self.throttle.check(mail.sender.lower(), time.monotonic())
+        verdict = await self.throttle.check(mail.sender.lower(), mail.message_id, time.monotonic())
         async with UnitOfWork(self.db) as uow:
             robots.watch_games(uow.session)
             if check_seen and await uow.inbound.seen(mail.message_id):

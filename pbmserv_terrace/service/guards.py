@@ -1,14 +1,29 @@
 """Guards in front of the commands: the per-sender throttle, the password-guessing
 guard, and the dummy hash that makes an unknown userid cost what a known one does.
 
-Both guards keep their counts in this process (see deploy/README.md)."""
+On SQLite (one process, the embedded default) both guards keep their counts in
+the process: nothing else could see them, and a write per mail would take
+SQLite's one write lock.  On PostgreSQL, where several ``serve`` processes share
+the mailbox, they keep them in tables every worker sees (:mod:`..store.counters`),
+so three workers allow what one allows (:func:`throttle_for`, :func:`guess_guard_for`)."""
 
 from __future__ import annotations
 
+import asyncio
 import collections
 import functools
+import logging
+import time
+from collections.abc import Coroutine, Sequence
+from typing import Any
 
+from ..store import Database
+from ..store import counters as shared
 from .passwords import hash_password
+
+log = logging.getLogger("pbmserv.guards")
+FORGET_EVERY = 60.0
+"""seconds between clean-ups of old shared counts (per process)"""
 
 
 class Throttle:
@@ -20,7 +35,11 @@ class Throttle:
         self._times: dict[str, collections.deque[float]] = {}
         self._noticed: dict[str, float] = {}
 
-    def check(self, sender: str, now: float) -> str:
+    async def check(self, sender: str, message_id: str, now: float) -> str:
+        """``now``: time.monotonic()."""
+        return self.check_now(sender, now)
+
+    def check_now(self, sender: str, now: float) -> str:
         times = self._times.setdefault(sender, collections.deque())
         while times and times[0] <= now - 60:
             times.popleft()
@@ -65,6 +84,106 @@ class GuessGuard:
             return 0
         until = recent[-1] + 60.0 * min(60, 2**extra)
         return 0 if until <= now else int((until - now) // 60) + 1
+
+    async def refresh(self, userids: Sequence[str]) -> None:
+        """Learn what other workers counted for these userids (nothing to learn here)."""
+
+
+def _wall(monotonic: float) -> float:
+    """A time.monotonic() reading as wall-clock seconds (what workers share)."""
+    return monotonic + (time.time() - time.monotonic())
+
+
+class SharedThrottle(Throttle):
+    """The throttle with its counts in the database (PostgreSQL, several workers):
+    one row per mail let through and one per notice (:func:`..store.counters.throttle_check`)."""
+
+    def __init__(self, db: Database, per_minute: int) -> None:
+        super().__init__(per_minute)
+        self.db = db
+        self._forgotten = 0.0
+
+    async def check(self, sender: str, message_id: str, now: float) -> str:
+        wall = _wall(now)
+        if wall - self._forgotten > FORGET_EVERY:
+            self._forgotten = wall
+            try:
+                await shared.forget_old(self.db, wall, keep_failures=2 * 3600.0)
+            except Exception:
+                log.warning("could not clear old throttle counts", exc_info=True)
+        return await shared.throttle_check(self.db, sender, message_id, wall, self.per_minute)
+
+
+class SharedGuessGuard(GuessGuard):
+    """The guessing guard with its failures in the database (PostgreSQL).  The
+    handlers ask it synchronously (:meth:`locked_for`), so it answers from the
+    counts of this process, which :meth:`refresh` (run by ``Service.prewarm``
+    before a batch of mails) replaces with every worker's; each failure and
+    success is written at once, outside the mail's transaction (a wrong password
+    counts even when its command is undone)."""
+
+    def __init__(self, db: Database) -> None:
+        super().__init__()
+        self.db = db
+        self._writes: set[asyncio.Task[None]] = set()
+        self._order = asyncio.Lock()
+
+    def failed(self, userid: str, now: float) -> None:
+        super().failed(userid, now)
+        self._write(shared.password_failed(self.db, userid, _wall(now)))
+
+    def succeeded(self, userid: str) -> None:
+        super().succeeded(userid)
+        self._write(shared.password_succeeded(self.db, userid))
+
+    def _write(self, statement: Coroutine[Any, Any, None]) -> None:
+        async def write() -> None:
+            async with self._order:  # in the order they happened
+                try:
+                    await statement
+                except Exception:
+                    log.warning("could not record a password check for the other workers", exc_info=True)
+
+        try:
+            task = asyncio.get_running_loop().create_task(write())
+        except RuntimeError:  # no event loop: nobody else to tell
+            statement.close()
+            return
+        self._writes.add(task)
+        task.add_done_callback(self._writes.discard)
+
+    async def settle(self) -> None:
+        """Until the failures and successes noted so far are written."""
+        while self._writes:
+            await asyncio.gather(*list(self._writes), return_exceptions=True)
+
+    async def refresh(self, userids: Sequence[str]) -> None:
+        if not userids:
+            return
+        await self.settle()  # this worker's own, first
+        offset = time.time() - time.monotonic()
+        since = time.time() - max(self.WINDOW, 3600.0)
+        try:
+            counted = await shared.password_failures(self.db, userids, since)
+        except Exception:
+            log.warning("could not read the other workers' password failures", exc_info=True)
+            return
+        for userid in userids:
+            times = [t - offset for t in counted.get(userid, [])][-64:]
+            if times:
+                self._failures[userid] = times
+            else:
+                self._failures.pop(userid, None)
+
+
+def throttle_for(db: Database, per_minute: int) -> Throttle:
+    """The throttle for ``db``: shared by every worker on PostgreSQL, in this process on SQLite."""
+    return Throttle(per_minute) if db.is_sqlite else SharedThrottle(db, per_minute)
+
+
+def guess_guard_for(db: Database) -> GuessGuard:
+    """The guessing guard for ``db``: shared on PostgreSQL, in this process on SQLite."""
+    return GuessGuard() if db.is_sqlite else SharedGuessGuard(db)
 
 
 @functools.cache

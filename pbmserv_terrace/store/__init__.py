@@ -1,5 +1,6 @@
 """Persistence: models, repositories, the Unit of Work, engines and migrations."""
 
+from .counters import PasswordFailure, ThrottleMark, ThrottleNotice
 from .db import DEFAULT_DATABASE_URL, Database, normalise_url, utcnow
 from .models import (
     Base,
@@ -16,6 +17,7 @@ from .models import (
     Subscription,
     User,
 )
+from .queue import InboundQueue, QueuedMail, QueueListener
 from .uow import UnitOfWork
 
 __all__ = [
@@ -25,14 +27,20 @@ __all__ = [
     "Database",
     "FinishedGame",
     "Game",
+    "InboundQueue",
     "MoveRecord",
     "Notifier",
     "OutboxMessage",
+    "PasswordFailure",
     "ProcessedMessage",
+    "QueueListener",
+    "QueuedMail",
     "Rating",
     "Seat",
     "ServerSecret",
     "Subscription",
+    "ThrottleMark",
+    "ThrottleNotice",
     "UnitOfWork",
     "User",
     "normalise_url",

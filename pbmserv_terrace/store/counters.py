@@ -1,0 +1,126 @@
+"""Counts every worker shares on PostgreSQL (issue 18 item 5): the per-sender
+throttle and the failed passwords of the guessing guard, so that three ``serve``
+processes allow what one allows.  Times are wall-clock seconds (epoch): workers
+share no monotonic clock.
+
+SQLite (one process) keeps these counts in the process (``service.guards``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from sqlalchemy import Float, Index, Integer, String, delete, insert, select, text
+from sqlalchemy.orm import Mapped, mapped_column
+
+from .db import Database
+from .models import Base
+
+WINDOW = 60.0
+"""seconds: the throttle's sliding window, and how long a notice silences a sender"""
+
+
+class ThrottleMark(Base):
+    """A mail that counted against its sender's limit (one row per Message-ID, so
+    a mail run again after a crash counts once)."""
+
+    __tablename__ = "throttle_marks"
+    __table_args__ = (Index("ix_throttle_marks_sender_at", "sender", "at"),)
+
+    message_id: Mapped[str] = mapped_column(String(255), primary_key=True)
+    sender: Mapped[str] = mapped_column(String(320))
+    at: Mapped[float] = mapped_column(Float)
+
+
+class ThrottleNotice(Base):
+    """The last "you are over the limit" notice to a sender, and the mail it answered."""
+
+    __tablename__ = "throttle_notices"
+
+    sender: Mapped[str] = mapped_column(String(320), primary_key=True)
+    message_id: Mapped[str] = mapped_column(String(255))
+    at: Mapped[float] = mapped_column(Float)
+
+
+class PasswordFailure(Base):
+    """A wrong password for a userid (known or not), for the guessing guard."""
+
+    __tablename__ = "password_failures"
+    __table_args__ = (Index("ix_password_failures_userid_at", "userid", "at"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    userid: Mapped[str] = mapped_column(String(64))
+    at: Mapped[float] = mapped_column(Float)
+
+
+_THROTTLE = text(
+    """
+WITH p AS (
+    SELECT CAST(:sender AS varchar) AS sender, CAST(:mid AS varchar) AS mid,
+           CAST(:now AS double precision) AS now, CAST(:window AS double precision) AS win, CAST(:limit AS bigint) AS lim
+), c AS (
+    SELECT count(*) AS n FROM throttle_marks, p
+    WHERE throttle_marks.sender = p.sender AND at > p.now - p.win AND message_id <> p.mid
+), mark AS (
+    INSERT INTO throttle_marks (message_id, sender, at)
+    SELECT p.mid, p.sender, p.now FROM c, p WHERE c.n < p.lim
+    ON CONFLICT (message_id) DO NOTHING
+), note AS (
+    INSERT INTO throttle_notices (sender, message_id, at)
+    SELECT p.sender, p.mid, p.now FROM c, p WHERE c.n >= p.lim
+    ON CONFLICT (sender) DO UPDATE SET message_id = excluded.message_id, at = excluded.at
+    WHERE throttle_notices.at <= excluded.at - CAST(:window AS double precision)
+    RETURNING 1
+)
+SELECT c.n, (SELECT count(*) FROM note), (SELECT t.message_id FROM throttle_notices t, p WHERE t.sender = p.sender) FROM c
+"""
+)
+
+
+async def throttle_check(db: Database, sender: str, message_id: str, now: float, limit: int) -> str:
+    """ok, notice (the first mail over the limit within WINDOW) or drop, for one
+    mail of ``sender``, counting the other mails of the last WINDOW seconds that
+    were let through.  Run again for the same Message-ID, it says the same (a mail
+    redone after a crash neither counts twice nor loses its notice).  Mails of one
+    sender are handled one at a time (their conflict keys share the sender), so
+    there is no race between two of them."""
+    params = {"sender": sender, "mid": message_id, "now": now, "window": WINDOW, "limit": limit}
+    async with db.engine.begin() as conn:
+        n, noticed, notice_of = (await conn.execute(_THROTTLE, params)).one()
+    if int(n) < limit:
+        return "ok"
+    return "notice" if int(noticed) or notice_of == message_id else "drop"
+
+
+async def password_failures(db: Database, userids: Sequence[str], since: float) -> dict[str, list[float]]:
+    """userid → times of its wrong passwords after ``since``, oldest first."""
+    if not userids:
+        return {}
+    stmt = (
+        select(PasswordFailure.userid, PasswordFailure.at)
+        .where(PasswordFailure.userid.in_(list(userids)), PasswordFailure.at > since)
+        .order_by(PasswordFailure.userid, PasswordFailure.at)
+    )
+    out: dict[str, list[float]] = {}
+    async with db.engine.connect() as conn:
+        for userid, at in await conn.execute(stmt):
+            out.setdefault(str(userid), []).append(float(at))
+    return out
+
+
+async def password_failed(db: Database, userid: str, at: float) -> None:
+    async with db.engine.begin() as conn:
+        await conn.execute(insert(PasswordFailure).values(userid=userid, at=at))
+
+
+async def password_succeeded(db: Database, userid: str) -> None:
+    async with db.engine.begin() as conn:
+        await conn.execute(delete(PasswordFailure).where(PasswordFailure.userid == userid))
+
+
+async def forget_old(db: Database, now: float, keep_failures: float) -> None:
+    """Drop throttle rows older than two windows and failures older than ``keep_failures`` seconds."""
+    async with db.engine.begin() as conn:
+        await conn.execute(delete(ThrottleMark).where(ThrottleMark.at < now - 2 * WINDOW))
+        await conn.execute(delete(ThrottleNotice).where(ThrottleNotice.at < now - 2 * WINDOW))
+        await conn.execute(delete(PasswordFailure).where(PasswordFailure.at < now - keep_failures))

@@ -1,0 +1,270 @@
+"""The inbound queue: how several ``serve`` processes on one PostgreSQL database
+share one mailbox (issue 18 item 5).
+
+The worker that holds the mailbox's reader role (:meth:`Database.mailbox_lock`)
+records each new message here, in delivery order (the serial ``id``), with its
+raw bytes and its conflict keys (sender, boards, users; ``None``: it may touch
+anything).  Every worker claims ready rows with ``SELECT … FOR UPDATE SKIP
+LOCKED`` in a transaction it keeps open while it handles them, and marks them
+``done`` or ``failed`` in that same transaction.  A row may be claimed only when
+no earlier unfinished row shares a key with it (a ``None`` row only when it is
+the first unfinished row, and nothing after it before it is finished): the rule
+of :mod:`pbmserv_terrace.app.ordering`, across processes.  An unfinished row is a
+``ready`` one, claimed or not: a claim changes nothing visible until its
+transaction commits.
+
+Exactly once: a mail's effects commit in its own transaction (the processed
+Message-ID refuses a second one).  A worker killed mid-mail loses its
+connection, so its claim transaction is rolled back and the row is ``ready`` and
+unlocked again; the next claimer runs it once more, which is a no-op if the
+mail had committed.  The reader files the message on the IMAP server (moves it
+to ``processed``/``failed``) once its row is finished, and only then deletes the
+row.
+
+SQLite has one process and never uses this table.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import logging
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import JSON, BigInteger, Index, Integer, LargeBinary, String, UniqueConstraint, delete, select, text, update
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy.orm import Mapped, mapped_column
+
+from .db import Database, utcnow
+from .models import Base
+
+log = logging.getLogger("pbmserv.queue")
+
+CHANNEL = "pbmserv_inbound"
+"""PostgreSQL NOTIFY channel: rows were queued, or finished while later ones waited"""
+READY, DONE, FAILED = "ready", "done", "failed"
+
+
+class QueuedMail(Base):
+    """A message of the mailbox, seen by the reader and waiting to be (or already)
+    handled by some worker; deleted once filed on the IMAP server."""
+
+    __tablename__ = "inbound_queue"
+    __table_args__ = (
+        UniqueConstraint("mailbox", "uidvalidity", "uid", name="uq_inbound_queue_uid"),
+        Index("ix_inbound_queue_state", "state", "id"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    """delivery order (INTERNALDATE, then UID, as the reader saw it)"""
+    mailbox: Mapped[str] = mapped_column(String(255))
+    """host/user/folder"""
+    uidvalidity: Mapped[int] = mapped_column(BigInteger)
+    uid: Mapped[int] = mapped_column(BigInteger)
+    message_id: Mapped[str] = mapped_column(String(255), default="")
+    keys: Mapped[list[str] | None] = mapped_column(JSON(none_as_null=True), default=None)
+    """what the mail may touch (``Service.conflict_keys``); None: anything"""
+    raw: Mapped[bytes] = mapped_column(LargeBinary)
+    state: Mapped[str] = mapped_column(String(16), default=READY)
+    """ready (unfinished, claimed or not) | done | failed (its handler crashed)"""
+    queued_at: Mapped[datetime]
+
+
+@dataclass
+class NewMail:
+    uid: int
+    message_id: str
+    keys: frozenset[str] | None
+    raw: bytes
+
+
+@dataclass
+class Row:
+    id: int
+    uidvalidity: int
+    uid: int
+    state: str
+
+
+@dataclass
+class Claim:
+    """Rows claimed in one transaction: ``rows`` is (id, raw) in delivery order;
+    :meth:`finish` each one (rows left unfinished stay ``ready``)."""
+
+    rows: list[tuple[int, bytes]]
+    waiting: int = 0
+    """ready rows this claim saw but could not take (claimed elsewhere, or after
+    an unfinished row they share a key with)"""
+    outcome: dict[int, str] = field(default_factory=dict)
+
+    def finish(self, row_id: int, state: str) -> None:
+        self.outcome[row_id] = state
+
+
+def claimable(rows: Sequence[tuple[int, list[str] | None]]) -> list[int]:
+    """Of the unfinished rows (id, keys) in delivery order, those no earlier one
+    holds back: none shares a key with them, and no ``None`` row comes first (a
+    ``None`` row itself only when it is the first)."""
+    out: list[int] = []
+    taken: set[str] = set()
+    for n, (row_id, keys) in enumerate(rows):
+        if keys is None:
+            if n == 0:
+                out.append(row_id)
+            break  # nothing after an unfinished "anything" mail
+        if taken.isdisjoint(keys):
+            out.append(row_id)
+        taken.update(keys)
+    return out
+
+
+def mailbox_key(name: str) -> int:
+    """A PostgreSQL advisory lock number for a mailbox name."""
+    return int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "big", signed=True)
+
+
+class InboundQueue:
+    """The queue's statements (PostgreSQL)."""
+
+    def __init__(self, db: Database, mailbox: str = "") -> None:
+        self.db = db
+        self.mailbox = mailbox
+
+    # ------------------------------------------------------------- the reader
+    async def add(self, uidvalidity: int, mails: Sequence[NewMail]) -> None:
+        """Queue these mails, in this order, after every row queued before (a
+        transaction lock on the mailbox keeps ids in commit order); a UID already
+        queued is left as it is.  Wakes the workers."""
+        if not mails:
+            return
+        now = utcnow()
+        async with self.db.engine.begin() as conn:
+            await conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": mailbox_key("queue:" + self.mailbox)})
+            stmt = pg_insert(QueuedMail).on_conflict_do_nothing(index_elements=["mailbox", "uidvalidity", "uid"])
+            await conn.execute(
+                stmt,
+                [
+                    {"mailbox": self.mailbox, "uidvalidity": uidvalidity, "uid": m.uid, "message_id": m.message_id[:255],
+                     "keys": None if m.keys is None else sorted(m.keys), "raw": m.raw, "state": READY, "queued_at": now}
+                    for m in mails
+                ],
+            )  # fmt: skip
+            await conn.execute(text(f"NOTIFY {CHANNEL}"))
+
+    async def rows(self) -> list[Row]:
+        """This mailbox's rows (without their mails), in queue order."""
+        async with self.db.engine.connect() as conn:
+            rows = await conn.execute(
+                select(QueuedMail.id, QueuedMail.uidvalidity, QueuedMail.uid, QueuedMail.state)
+                .where(QueuedMail.mailbox == self.mailbox)
+                .order_by(QueuedMail.id)
+            )
+            return [Row(int(r[0]), int(r[1]), int(r[2]), str(r[3])) for r in rows]
+
+    async def forget(self, ids: Sequence[int]) -> None:
+        """Delete filed rows."""
+        if ids:
+            async with self.db.engine.begin() as conn:
+                await conn.execute(delete(QueuedMail).where(QueuedMail.id.in_(list(ids)), QueuedMail.state != READY))
+
+    # ------------------------------------------------------------ the workers
+    @contextlib.asynccontextmanager
+    async def claim(self, limit: int) -> AsyncIterator[Claim]:
+        """Claim up to ``limit`` ready rows that nothing earlier holds back, and keep
+        them locked until the block ends; then mark the finished ones and commit.
+        An exception (or a lost connection, or a killed process) leaves every
+        claimed row ready for the next claimer."""
+        async with self.db.engine.connect() as conn:
+            await conn.begin()
+            # every worker reads the same small table (the reader keeps at most its
+            # IN_FLIGHT unfinished rows in it): which rows are free to go, by keys
+            ready = [
+                (int(r[0]), r[1])
+                for r in await conn.execute(
+                    select(QueuedMail.id, QueuedMail.keys).where(QueuedMail.state == READY).order_by(QueuedMail.id)
+                )
+            ]
+            free = claimable(ready)
+            rows: list[tuple[int, bytes]] = []
+            if free:
+                # a row finished meanwhile by another worker is skipped: FOR UPDATE
+                # re-reads its state
+                got = await conn.execute(
+                    select(QueuedMail.id, QueuedMail.raw)
+                    .where(QueuedMail.id.in_(free), QueuedMail.state == READY)
+                    .order_by(QueuedMail.id)
+                    .limit(limit)
+                    .with_for_update(skip_locked=True)
+                )
+                rows = [(int(r[0]), bytes(r[1])) for r in got]
+            claim = Claim(rows, waiting=len(ready) - len(rows))
+            try:
+                yield claim
+            except BaseException:
+                with contextlib.suppress(Exception):
+                    await conn.rollback()
+                raise
+            await self._close(conn, claim)
+
+    @staticmethod
+    async def _close(conn: AsyncConnection, claim: Claim) -> None:
+        by_state: dict[str, list[int]] = {}
+        for row_id, state in claim.outcome.items():
+            if state in (DONE, FAILED):
+                by_state.setdefault(state, []).append(row_id)
+        for state, ids in by_state.items():
+            await conn.execute(update(QueuedMail).where(QueuedMail.id.in_(ids)).values(state=state))
+        if by_state and claim.waiting:
+            await conn.execute(text(f"NOTIFY {CHANNEL}"))  # later rows may be free now
+        await conn.commit()
+
+
+class QueueListener:
+    """LISTEN for the queue's NOTIFY on a connection of its own; calls ``wake``
+    on each, and once after (re)connecting.  Reconnects with back-off."""
+
+    def __init__(self, db: Database, wake: Callable[[], None]) -> None:
+        self.db = db
+        self.wake = wake
+        self.connected = asyncio.Event()
+
+    async def run(self, stop: asyncio.Event) -> None:
+        delay = 1.0
+        while not stop.is_set():
+            try:
+                async with self.db.engine.connect() as conn:
+                    raw: Any = (await conn.get_raw_connection()).driver_connection
+                    lost = asyncio.Event()
+
+                    def notified(*_: object) -> None:
+                        self.wake()
+
+                    await raw.add_listener(CHANNEL, notified)
+                    raw.add_termination_listener(lambda *_, lost=lost: lost.set())
+                    self.connected.set()
+                    self.wake()  # whatever was queued while not listening
+                    delay = 1.0
+                    stopped = asyncio.ensure_future(stop.wait())
+                    gone = asyncio.ensure_future(lost.wait())
+                    try:
+                        await asyncio.wait({stopped, gone}, return_when=asyncio.FIRST_COMPLETED)
+                    finally:
+                        stopped.cancel()
+                        gone.cancel()
+                    if not lost.is_set():
+                        with contextlib.suppress(Exception):
+                            await raw.remove_listener(CHANNEL, notified)
+                    if stop.is_set():
+                        return
+            except Exception as exc:
+                log.warning("queue listener: %s: %s; listening again in %.0f s", type(exc).__name__, exc, delay)
+            finally:
+                self.connected.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), timeout=delay)
+            delay = min(delay * 2, 30.0)
