@@ -71,14 +71,26 @@ def _settled(game: GameRow, rules: SolitaireRules, state: Any, ply: int) -> Any:
     return state
 
 
+UNPLAYABLE = " (cannot be replayed)"
+"""marks a stored move the rules refuse now (and the moves after it, which keep the table)"""
+
+
 def frames(game: GameRow, moves: list[MoveRow]) -> Iterator[TableFrame]:
-    """The dealt table and the table after each move, in order (one replay)."""
+    """The dealt table and the table after each move, in order (one replay).  A stored
+    move the rules refuse (say, after a rules fix) stops the replay there: the page
+    still answers, showing the last table it could reach."""
     rules = solitaire_rules(game.game_type)
     state = rules.start(game.variant, deal_of(game))
     yield TableFrame(0, _settled(game, rules, state, 0))
+    stuck = False
     for record in moves:
-        state, _ = rules.play(state, record.move)
-        yield TableFrame(record.ply, _settled(game, rules, state, record.ply), record.move, record.played_at)
+        if not stuck:
+            try:
+                state, _ = rules.play(state, record.move)
+            except ValueError:  # IllegalMoveError included
+                stuck = True
+        text = record.move + (UNPLAYABLE if stuck else "")
+        yield TableFrame(record.ply, state if stuck else _settled(game, rules, state, record.ply), text, record.played_at)
 
 
 def replay(game: GameRow, moves: list[MoveRow], upto: int) -> TableFrame:

@@ -23,6 +23,7 @@ import pytest
 
 from pbmserv_terrace.games.patience import format_move
 from pbmserv_terrace.gametypes import GAME_TYPES
+from pbmserv_terrace.store import UnitOfWork
 from pbmserv_terrace.web import create_app
 from tests.service.harness import Harness, mine
 
@@ -403,3 +404,25 @@ def test_arrow_keys_step_a_solitaire_in_chromium(played: Played) -> None:
     assert table == table_after(board, 3)
     assert info == f"Move 3 of {len(board.moves)}: {board.moves[2]}"
     assert [e for e in log if e["level"] == "SEVERE"] == []
+
+
+def test_a_move_the_rules_refuse_does_not_break_the_page(played_anew: Played) -> None:
+    """A stored move the rules no longer accept (a rules fix, a hand-edited row): the
+    pages answer, the replay stops at the last table it can reach."""
+    played = played_anew
+    board = played.boards["live"]
+
+    async def corrupt() -> None:
+        async with UnitOfWork(played.h.db) as uow:
+            game = await uow.games.get(SOLITAIRE, board.number)
+            assert game is not None
+            (await uow.moves.of_game(game.id))[2].move = "t9-f8"
+            await uow.commit()
+
+    played.h.loop.run_until_complete(corrupt())
+    url = played.url("live")
+    page, record, feed, early = played.get(url, url + ".txt", url + "/feed.atom", url + "?ply=2")
+    assert page.status_code == record.status_code == feed.status_code == early.status_code == 200
+    assert pre_of(page.text) == table_after(board, 2) and ">t9-f8</a></li>" in page.text
+    assert f"{board.moves[-1]} (cannot be replayed)</p>" in page.text
+    assert pre_of(early.text) == table_after(board, 2)
