@@ -48,8 +48,12 @@ def _deal(game: Game) -> int:
 async def _state(ctx: Ctx, game: Game) -> tuple[Any, list[str]]:
     """The game's state and the move texts replayed to reach it (the picture of a
     board mail is drawn from them when the mail is sent)."""
+    rules = _rules(game)
     moves = [m.move for m in await ctx.uow.moves.of_game(game.id)]
-    return _rules(game).replay(game.variant, _deal(game), moves), moves
+    state = rules.replay(game.variant, _deal(game), moves)
+    if game.status != "active" and rules.ending(state) is None:
+        state = rules.resign(state)  # resigned or abandoned: resigning is no move, so replay does not show it
+    return state, moves
 
 
 def _variant_name(game: Game) -> str:
@@ -325,7 +329,9 @@ async def undo(ctx: Ctx, cmd: Command) -> None:
         if not words[3].isdigit() or int(words[3]) < 1:
             raise board_error(game, f"'{words[3][:20]}' is not a number of moves to take back")
         count = int(words[3])
-    if game.status == "won" or (game.result or "").startswith("resigned"):
+    if game.status != "active" and rules.ending((await _state(ctx, game))[0]) not in ("stuck", "lost"):
+        # a game the rules ended (no move left, a loss) may be taken back; one that was
+        # won, resigned or abandoned may not
         raise board_error(game, f"board {game.board_number} is over ({game.result}); start a new deal with new")
     if game.ply == 0:
         raise board_error(game, "there is no move to undo")

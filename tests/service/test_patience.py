@@ -187,6 +187,20 @@ def test_resign_ends_the_game_with_its_score(h: Harness) -> None:
     assert "board 101 is over" in r.body
 
 
+def test_a_resigned_or_abandoned_deal_shows_as_ended(h: Harness) -> None:
+    new(h)
+    h.send("ann", "patience move 101 ann pw-ann base 1")
+    h.send("ann", "patience resign 101 ann pw-ann")
+    [r] = h.send("ben", "patience show 101")
+    assert "Resigned with 1 cards on the foundations." in r.body and "Your move" not in r.body
+    new(h, "ben")
+    h.send("ben", "delete ben pw-ben")
+    [r] = h.send("ann", "patience show 102")
+    assert "Game over: abandoned (account deleted)" in r.body and "Your move" not in r.body
+    [r] = h.send("ann", "patience undo 101 ann pw-ann")
+    assert "board 101 is over" in r.body
+
+
 def test_show_to_someone_else_has_no_reply_key(h: Harness) -> None:
     new(h)
     [r] = h.send("ben", "patience show 101")
