@@ -17,6 +17,8 @@ template under ``templates/`` — no service file changes.
 
 from __future__ import annotations
 
+from ..games.ranking import Result as SolitaireResult
+from ..games.ranking import rank as rank_solitaire
 from .base import BoardRules, Family, GameType, IllegalMoveError, SolitaireRules
 from .patience import PATIENCE_PASSWORD_AT, PATIENCE_VERBS, PatienceRules
 from .terrace import BOARD_VERBS, TerraceRules
@@ -79,6 +81,7 @@ __all__ = [
     "Family",
     "GameType",
     "IllegalMoveError",
+    "SolitaireResult",
     "SolitaireRules",
     "board_games",
     "board_rules",
@@ -86,4 +89,5 @@ __all__ = [
     "family_of",
     "game_title",
     "game_type",
+    "rank_solitaire",
 ]

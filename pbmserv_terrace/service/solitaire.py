@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..commands import Command
-from ..gametypes import GAME_TYPES, Family, GameType, IllegalMoveError, SolitaireRules
+from ..gametypes import GAME_TYPES, Family, GameType, IllegalMoveError, SolitaireResult, SolitaireRules, rank_solitaire
 from ..render.html import solitaire_html
 from ..store import FinishedGame, Game, MoveRecord, Seat, User
 from .args import need, shortened
@@ -396,73 +396,35 @@ async def show(ctx: Ctx, cmd: Command) -> None:
 
 
 # --------------------------------------------------------------- deals, games
-def _beats(a: Game, b: Game) -> float:
-    """1 when ``a`` did better than ``b`` on the same deal (more cards home, then
-    fewer moves), 0.5 for a tie, else 0."""
-    sa, sb = int(a.options.get("score", 0)), int(b.options.get("score", 0))
-    if sa != sb:
-        return float(sa > sb)
-    if a.ply != b.ply:
-        return float(a.ply < b.ply)
-    return 0.5
-
-
-@dataclass
-class PlayerLine:
-    userid: str
-    points: float = 0.0
-    shared: int = 0
-    played: int = 0
-    won: int = 0
-    cards: int = 0
-    moves: int = 0
+def results_of(games: list[Game]) -> list[SolitaireResult]:
+    """Ended solitaire boards (newest first) as the ranking reads them."""
+    return [
+        SolitaireResult(g.seats[0].user.userid, g.variant, _deal(g), int(g.options.get("score", 0)), g.ply,
+                        g.status == "won", g.board_number, g.finished_at or g.created_at)
+        for g in games
+    ]  # fmt: skip
 
 
 def standings_lines(kind: GameType, games: list[Game], *, limit: int = STANDINGS_DEALS) -> list[str]:
-    """The standings of a solitaire: per player, points from every deal they shared
-    with others (one per player beaten: more cards home, or as many in fewer moves;
-    half for a tie), then the shared deals one by one."""
-    rules = kind.solitaire
-    best: dict[tuple[str, int, str], Game] = {}
-    for g in games:  # a player's best finished game on each deal counts
-        key = (g.variant, _deal(g), g.seats[0].user.userid)
-        if key not in best or _beats(g, best[key]) == 1.0:
-            best[key] = g
-    deals: dict[tuple[str, int], list[Game]] = {}
-    for (variant, deal, _), g in best.items():
-        deals.setdefault((variant, deal), []).append(g)
-    table: dict[str, PlayerLine] = {}
-    for g in best.values():
-        line = table.setdefault(g.seats[0].user.userid, PlayerLine(g.seats[0].user.userid))
-        line.played += 1
-        line.won += g.status == "won"
-        line.cards += int(g.options.get("score", 0))
-        line.moves += g.ply
-    for group in deals.values():
-        if len(group) < 2:
-            continue
-        for g in group:
-            line = table[g.seats[0].user.userid]
-            line.shared += 1
-            line.points += sum(_beats(g, other) for other in group if other is not g)
-    ranked = sorted(table.values(), key=lambda p: (-p.points, -p.cards / p.played, p.moves / p.played, p.userid))
-    out = [f"{kind.title} standings: {len(games)} finished games on {len(deals)} deals", ""]
-    if not ranked:
+    """The standings of a solitaire (:func:`pbmserv_terrace.gametypes.rank_solitaire`):
+    per player, points from every deal they shared with others (one per player
+    beaten: more cards home, or as many in fewer moves; half for a tie), then the
+    latest shared deals one by one."""
+    ranking = rank_solitaire(results_of(games))
+    out = [f"{kind.title} standings: {ranking.games} finished games on {ranking.deals} deals", ""]
+    if not ranking.players:
         return [*out, "No game has ended yet."]
     out.append(f"{'#':>3} {'player':<16} {'points':>6} {'shared':>6} {'games':>5} {'won':>4} {'avg cards':>9} {'avg moves':>9}")
-    for i, p in enumerate(ranked, 1):
-        out.append(f"{i:>3} {p.userid:<16} {p.points:>6g} {p.shared:>6} {p.played:>5} {p.won:>4} "
-                   f"{p.cards / p.played:>9.1f} {p.moves / p.played:>9.1f}")  # fmt: skip
-    shared = [(k, v) for k, v in deals.items() if len(v) > 1]
-    shared.sort(key=lambda kv: max(g.finished_at or g.created_at for g in kv[1]), reverse=True)
-    if shared:
+    for i, p in enumerate(ranking.players, 1):
+        out.append(f"{i:>3} {p.player:<16} {p.points:>6g} {p.shared:>6} {p.played:>5} {p.won:>4} "
+                   f"{p.average_cards:>9.1f} {p.average_moves:>9.1f}")  # fmt: skip
+    if ranking.shared:
         out += ["", "Points: one for each player beaten on the same deal (more cards home, then fewer moves)."]
-    for (variant, deal), group in shared[:limit]:
-        out += ["", f"Deal {deal} ({rules.variants.get(variant, variant)}):"]
-        group.sort(key=lambda g: (-int(g.options.get("score", 0)), g.ply, g.seats[0].user.userid))
-        for i, g in enumerate(group, 1):
-            out.append(f"  {i}. {g.seats[0].user.userid:<16} {int(g.options.get('score', 0)):>3} card{'' if g.options.get('score') == 1 else 's'} "
-                       f"in {g.ply} moves (board {g.board_number})")  # fmt: skip
+    for deal in ranking.shared[:limit]:
+        out += ["", f"Deal {deal.deal} ({kind.solitaire.variants.get(deal.variant, deal.variant)}):"]
+        for i, r in enumerate(deal.results, 1):
+            cards = "card" if r.score == 1 else "cards"
+            out.append(f"  {i}. {r.player:<16} {r.score:>3} {cards} in {r.moves} moves (board {r.board_number})")
     return out
 
 
