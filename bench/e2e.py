@@ -15,6 +15,12 @@ By default two runs, each on a fresh database with the games just challenged:
 2. open loop at the target rate (50 mails/s offered, each game still waiting for
    its reply before its next move): the latency figure at that load.
 ``--rate R`` runs only an open loop at R mails/s, ``--rate 0`` only the closed loop.
+``--workers N`` (N > 1, PostgreSQL) runs the closed loop with 1, 2, ... N ``serve``
+processes on one database and one mailbox (issue 18 item 5: they share the work
+through the inbound queue), each on a fresh database, and prints mails/s for each
+and where the CPU went: the serve processes, PostgreSQL (the postmaster, its live
+backends and the ones it reaped), and the rest of the box (Dovecot, the relay, the
+simulated players, and whatever else runs).
 Every serve starts with an empty password cache, so each of the 200 players'
 first move costs one scrypt check (~45 ms of CPU): that start-up burst is the p99.
 Run: python bench/e2e.py [--workers 1] [--games 100] [--moves 10] [--db sqlite|postgres] [--rate R]
@@ -47,6 +53,40 @@ from pbmserv_terrace.testing.dovecot import DovecotServer
 from pbmserv_terrace.testing.postgres import PostgresCluster
 
 SERVER = "pbmserv@bench.test"
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def proc_cpu(pid: int, *, reaped: bool = False) -> float:
+    """CPU seconds (user + system) of a process, and of its reaped children too."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    ticks = int(fields[11]) + int(fields[12]) + (int(fields[13]) + int(fields[14]) if reaped else 0)
+    return ticks / TICK
+
+
+def postgres_cpu(pg: PostgresCluster | None) -> float:
+    """CPU seconds of the cluster: the postmaster, its reaped backends, its live ones."""
+    if pg is None or pg.dir is None:
+        return 0.0
+    try:
+        master = int((pg.dir / "data" / "postmaster.pid").read_text().split()[0])
+    except (OSError, ValueError):
+        return 0.0
+    total = proc_cpu(master, reaped=True)
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError, IndexError):
+                if int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1]) == master:
+                    total += proc_cpu(int(entry.name))
+    return total
+
+
+def box_cpu() -> float:
+    """CPU seconds the whole box has been busy (every core, every process)."""
+    user, nice, system, _idle, _iowait, irq, softirq, steal = (int(x) for x in Path("/proc/stat").read_text().split()[1:9])
+    return (user + nice + system + irq + softirq + steal) / TICK
 
 
 class Watch:
@@ -141,8 +181,11 @@ async def run(
     watch_of: list[Watch],
     url: str,
     workdir: Path,
+    workers: int | None = None,
+    pg: PostgresCluster | None = None,
 ) -> tuple[float, float, float]:
-    """One run; returns (mails/s, p50, p99)."""
+    """One run with ``workers`` serve processes (default --workers); returns (mails/s, p50, p99)."""
+    workers = workers or args.workers
     loop = asyncio.get_running_loop()
     watch = Watch(loop)
     watch_of.append(watch)
@@ -161,7 +204,7 @@ async def run(
     procs = [
         subprocess.Popen([sys.executable, "-m", "pbmserv_terrace", "serve", "--config", str(config)], cwd=workdir, env=env,
                          stdout=(workdir / f"serve{i}.log").open("wb"), stderr=subprocess.STDOUT)
-        for i in range(args.workers)
+        for i in range(workers)
     ]  # fmt: skip
     await asyncio.sleep(3)
     moves = plan(args.games, args.moves)
@@ -199,8 +242,10 @@ async def run(
             latencies.append(watch.seen[mid] - sent_at[mid])
 
     start = time.perf_counter()
+    cpu0 = [proc_cpu(p.pid) for p in procs], postgres_cpu(pg), box_cpu()
     await asyncio.gather(*(game(g) for g in range(args.games)))
     elapsed = time.perf_counter() - start
+    cpu1 = [proc_cpu(p.pid) for p in procs], postgres_cpu(pg), box_cpu()
     for p in procs:
         p.send_signal(signal.SIGTERM)
     for p in procs:
@@ -213,7 +258,14 @@ async def run(
     load += (f" offered {rate:g}/s" if rate else " closed loop") + (
         f" fast_poll {args.fast_poll}s" if args.fast_poll else " IDLE"
     )
-    print(f"workers={args.workers} db={args.db}{load}: {done} move mails answered in {elapsed:.1f} s = {done / elapsed:.1f} mails/s; "
+    serves = [b - a for a, b in zip(cpu0[0], cpu1[0], strict=True)]
+    pg_s, box_s = cpu1[1] - cpu0[1], cpu1[2] - cpu0[2]
+    per = 1000 / max(1, len(latencies))
+    print(f"  CPU over {elapsed:.1f} s (box {os.cpu_count()} cores, busy {100 * box_s / elapsed / (os.cpu_count() or 1):.0f} %): "
+          f"serve {sum(serves):.1f} s ({' + '.join(f'{c:.1f}' for c in serves)}; {per * sum(serves):.1f} ms/mail), "
+          f"postgres {pg_s:.1f} s ({per * pg_s:.1f} ms/mail), rest of the box {box_s - sum(serves) - pg_s:.1f} s "
+          f"(dovecot, relay, players, other)", flush=True)  # fmt: skip
+    print(f"workers={workers} db={args.db}{load}: {done} move mails answered in {elapsed:.1f} s = {done / elapsed:.1f} mails/s; "
           f"latency p50 {p50:.3f} s, p99 {p99:.3f} s; timeouts {timeouts}", flush=True)  # fmt: skip
     return done / elapsed, p50, p99
 
@@ -238,21 +290,33 @@ def main() -> None:
             tmp = os.environ["BENCH_KEEP_LOGS"]
         watch_of: list[Watch] = []
         relay, port = start_relay(dovecot, watch_of)
-        rates = [0.0, TARGET_RATE] if args.rate is None else [args.rate]
+        scaling = args.workers > 1
+        if scaling and args.db != "postgres":
+            parser.error("--workers N > 1 shares one mailbox through PostgreSQL: use --db postgres")
+        rates = [0.0, TARGET_RATE] if args.rate is None and not scaling else [args.rate or 0.0]
+        runs = [(n, rate) for n in range(1, args.workers + 1) for rate in rates] if scaling else [(1, r) for r in rates]
         results = []
         try:
             with contextlib.ExitStack() as stack:
                 pg = stack.enter_context(PostgresCluster()) if args.db == "postgres" else None
-                for i, rate in enumerate(rates):
+                for i, (n, rate) in enumerate(runs):
                     workdir = Path(tmp) / f"run{i}"
                     workdir.mkdir()
                     url = pg.create_database() if pg else f"sqlite+aiosqlite:///{workdir}/bench.db"
-                    results.append((rate, asyncio.run(run(args, rate, dovecot, port, watch_of, url, workdir))))
+                    got = asyncio.run(run(args, rate, dovecot, port, watch_of, url, workdir, n if scaling else None, pg))
+                    results.append((n, rate, got))
         finally:
             assert relay.stdin is not None
             relay.stdin.close()
             relay.wait(30)
-        for rate, (per_s, p50, _) in results:
+        if scaling:
+            one = next((r[2][0] for r in results if r[0] == 1), 0.0)
+            for n, rate, (per_s, p50, p99) in results:
+                load = f"offered {rate:g}/s" if rate else "closed loop"
+                print(f"{n} worker{'s' if n > 1 else ' '} ({load}): {per_s:6.1f} mails/s = {per_s / one if one else 0:.2f}x "
+                      f"one worker; latency p50 {p50:.3f} s, p99 {p99:.3f} s")  # fmt: skip
+            return
+        for _, rate, (per_s, p50, _) in results:
             if not rate:
                 verdict = "met" if per_s >= TARGET_RATE else "MISSED"
                 print(f"throughput (closed loop): {per_s:.1f} mails/s - target >= {TARGET_RATE:g} with one serve: {verdict}")
