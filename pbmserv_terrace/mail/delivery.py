@@ -74,7 +74,7 @@ class LoginFailed(RuntimeError):
     the reply stays queued and is tried again later."""
 
 
-def _closed_by_server(exc: BaseException) -> bool:
+def closed_by_server(exc: BaseException) -> bool:
     """The server ended the session before taking the message: a dropped
     connection, or ``421`` (closing the channel, as a provider does when the
     session's access token expired) to a command of the transaction."""
@@ -216,7 +216,7 @@ class SmtpDelivery:
             try:
                 await client.send_message(message, recipients=[recipient])
             except (aiosmtplib.SMTPException, ConnectionError) as exc:
-                if not reused or not _closed_by_server(exc):
+                if not reused or not closed_by_server(exc):
                     raise
                 # a kept connection the server had ended meanwhile: once more on a fresh one
                 log.info("SMTP: a kept connection was ended by the server (%s); sending on a new one", exc)

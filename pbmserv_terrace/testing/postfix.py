@@ -5,10 +5,11 @@ config, queue and data directories live in a temporary directory; the system's o
 instance and ``/etc/postfix`` are never touched.  It listens on two free ports of
 127.0.0.1: ``smtp_port`` takes mail for the test domains as port 25 would (no
 AUTH, from ``mynetworks`` only), ``submission_port`` takes mail from authenticated
-clients only (SASL through Dovecot's auth service, ``smtpd_sasl_type = dovecot``;
-no TLS: loopback).  Mail for the virtual domains goes to Dovecot over LMTP
-(``virtual_transport``), with ``recipient_delimiter = +`` so ``user+key@`` is
-delivered to ``user@``.  No DNS, no relayhost, no local delivery; retries every
+clients only (SASL through Dovecot's auth service, ``smtpd_sasl_type = dovecot``,
+offering what Dovecot offers: XOAUTH2 and OAUTHBEARER too when that Dovecot has an
+``oauth2`` passdb; no TLS: loopback).  Mail for the virtual domains goes to
+Dovecot over LMTP (``virtual_transport``), with ``recipient_delimiter = +`` so
+``user+key@`` is delivered to ``user@``.  No DNS, no relayhost, no local delivery; retries every
 couple of seconds so a stopped instance's queue flushes quickly after a start.
 
 Needs the Debian package ``postfix`` (its ``postfix`` user and ``postdrop`` group)
