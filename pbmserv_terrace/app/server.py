@@ -171,7 +171,6 @@ class Server:
         batch = max(1, self.config.server.concurrency // 2)
         delay = 1.0
         while not self.stopping.is_set():
-            self._work.clear()
             try:
                 async with queue.claim(batch) as claim:
                     if claim.rows:
@@ -195,17 +194,31 @@ class Server:
                 continue
             delay = 1.0
             if got:
+                if got == batch:
+                    self._work.set()  # there may be more: another claimer of ours looks too
                 continue
             await self._wait_for_work()
 
     async def _wait_for_work(self) -> None:
-        work = asyncio.ensure_future(self._work.wait())
-        stop = asyncio.ensure_future(self.stopping.wait())
-        try:
-            await asyncio.wait({work, stop}, timeout=CLAIM_POLL, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            work.cancel()
-            stop.cancel()
+        """Until a NOTIFY (or a full claim of ours) says the queue may hold work and
+        no other claimer of this process took that news first, or CLAIM_POLL passed:
+        one claim per news, not one per claimer."""
+        deadline = time.monotonic() + CLAIM_POLL
+        while not self.stopping.is_set():
+            if self._work.is_set():
+                self._work.clear()
+                return
+            work = asyncio.ensure_future(self._work.wait())
+            stop = asyncio.ensure_future(self.stopping.wait())
+            try:
+                _, pending = await asyncio.wait(
+                    {work, stop}, timeout=max(0.0, deadline - time.monotonic()), return_when=asyncio.FIRST_COMPLETED
+                )
+            finally:
+                work.cancel()
+                stop.cancel()
+            if len(pending) == 2:
+                return  # CLAIM_POLL: look anyway
 
     async def claims_finished(self) -> None:
         """Until the claim loops of this process have ended (after shutdown began)."""

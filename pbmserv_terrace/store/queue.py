@@ -97,9 +97,9 @@ class Claim:
     :meth:`finish` each one (rows left unfinished stay ``ready``)."""
 
     rows: list[tuple[int, bytes]]
-    waiting: int = 0
-    """ready rows this claim saw but could not take (claimed elsewhere, or after
-    an unfinished row they share a key with)"""
+    unblocks: bool = False
+    """a ready row waits for one of these (shares a key with it, or one of them may
+    touch anything): finishing them is news for the other workers"""
     outcome: dict[int, str] = field(default_factory=dict)
 
     def finish(self, row_id: int, state: str) -> None:
@@ -121,6 +121,21 @@ def claimable(rows: Sequence[tuple[int, list[str] | None]]) -> list[int]:
             out.append(row_id)
         taken.update(keys)
     return out
+
+
+def held_back(ready: Sequence[tuple[int, list[str] | None]], free: Sequence[int], mine: set[int]) -> bool:
+    """Whether a ready row not free to go shares a key with one of ``mine`` (or one
+    of the two may touch anything)."""
+    mine_keys: set[str] = set()
+    for row_id, keys in ready:
+        if row_id in mine:
+            if keys is None:
+                return len(ready) > 1
+            mine_keys.update(keys)
+    if not mine_keys:
+        return False
+    free_ids = set(free)
+    return any(keys is None or not mine_keys.isdisjoint(keys) for row_id, keys in ready if row_id not in free_ids)
 
 
 def mailbox_key(name: str) -> int:
@@ -202,7 +217,7 @@ class InboundQueue:
                     .with_for_update(skip_locked=True)
                 )
                 rows = [(int(r[0]), bytes(r[1])) for r in got]
-            claim = Claim(rows, waiting=len(ready) - len(rows))
+            claim = Claim(rows, unblocks=held_back(ready, free, {row_id for row_id, _ in rows}))
             try:
                 yield claim
             except BaseException:
@@ -219,7 +234,7 @@ class InboundQueue:
                 by_state.setdefault(state, []).append(row_id)
         for state, ids in by_state.items():
             await conn.execute(update(QueuedMail).where(QueuedMail.id.in_(ids)).values(state=state))
-        if by_state and claim.waiting:
+        if by_state and claim.unblocks:
             await conn.execute(text(f"NOTIFY {CHANNEL}"))  # later rows may be free now
         await conn.commit()
 

@@ -67,7 +67,7 @@ def test_queue_claims_skip_locked_rows_and_respect_keys(pg_url):
         )  # fmt: skip
         await queue.add(7, [NewMail(1, "<1@x>", frozenset(), b"again")])  # a UID queued once
         async with queue.claim(1) as first:
-            assert [raw for _, raw in first.rows] == [b"one"]
+            assert [raw for _, raw in first.rows] == [b"one"] and first.unblocks  # 3 waits for it
             async with queue.claim(5) as second:  # another worker: 1 is locked, 3 waits for it, 4 for all
                 assert [raw for _, raw in second.rows] == [b"two"]
                 second.finish(second.rows[0][0], "done")
@@ -85,7 +85,7 @@ def test_queue_claims_skip_locked_rows_and_respect_keys(pg_url):
             assert [raw for _, raw in fifth.rows] == [b"three"]
             fifth.finish(fifth.rows[0][0], "failed")
         async with queue.claim(5) as sixth:
-            assert [raw for _, raw in sixth.rows] == [b"four"]
+            assert [raw for _, raw in sixth.rows] == [b"four"] and not sixth.unblocks  # the last one
             sixth.finish(sixth.rows[0][0], "done")
         rows = await queue.rows()
         assert [(r.uid, r.state) for r in rows] == [(1, "done"), (2, "done"), (3, "failed"), (4, "done")]
