@@ -35,7 +35,7 @@ import aioimaplib
 from ..config import Config
 from ..store import Database, InboundQueue
 from ..store.queue import DONE, FAILED, READY, NewMail, Row
-from .imapconn import ImapError, connect, ensure_folder, ok
+from .imapconn import ImapError, connect, ensure_folder, ok, renew_in
 
 __all__ = ["ImapError", "ImapInbound", "connect", "internaldates"]
 
@@ -117,30 +117,32 @@ class ImapInbound:
         """INTERNALDATE by UID, in this session's inbox"""
 
     async def run(self) -> None:
-        delay = 1.0
+        self.delay = 1.0
         while not self.server.stopping.is_set():
             client: aioimaplib.IMAP4 | None = None
             self.lost = asyncio.Event()
             try:
                 client = await connect(self.config, self.lost)
-                await self._session(client)
-                delay = 1.0
+                if await self._session(client):
+                    continue  # the session's OAuth2 token is due for renewal: log in again at once
             except (TimeoutError, ImapError, OSError, aioimaplib.Abort, aioimaplib.CommandTimeout) as exc:
-                log.warning("IMAP connection problem (%s: %s); reconnecting in %.0f s", type(exc).__name__, exc, delay)
+                log.warning("IMAP connection problem (%s: %s); reconnecting in %.0f s", type(exc).__name__, exc, self.delay)
             except Exception:
-                log.exception("IMAP loop error; reconnecting in %.0f s", delay)
+                log.exception("IMAP loop error; reconnecting in %.0f s", self.delay)
             finally:
                 self.server.set_inbound_connected(False)
-                if client is not None:
+                if client is not None and not self.lost.is_set():  # (a closed connection would wait 5 s)
                     with contextlib.suppress(Exception):
                         await asyncio.wait_for(client.logout(), 5)
             if self.server.stopping.is_set():
                 return
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.server.stopping.wait(), timeout=delay)
-            delay = min(delay * 2, 300.0)
+                await asyncio.wait_for(self.server.stopping.wait(), timeout=self.delay)
+            self.delay = min(self.delay * 2, 300.0)
 
-    async def _session(self, client: aioimaplib.IMAP4) -> None:
+    async def _session(self, client: aioimaplib.IMAP4) -> bool:
+        """Work the inbox until shutdown (False) or until this session's OAuth2
+        access token is due for renewal (True: log in again with a new one)."""
         cfg = self.config.imap
         self.dates = {}
         for folder in (cfg.processed_folder, cfg.failed_folder):
@@ -163,7 +165,12 @@ class ImapInbound:
         elif not idle:
             log.info("IMAP server has no IDLE: polling every %.0f s", self.config.server.poll_interval)
         while not self.server.stopping.is_set():
-            if not await self._drain(client):
+            drained = await self._drain(client)
+            self.delay = 1.0  # the session works: after a drop, reconnect soon
+            if renew_in(client) <= 0:
+                log.info("IMAP: the access token of this session is due for renewal; logging in again")
+                return True
+            if not drained:
                 # another worker is draining; stand by and look again soon (it may die)
                 try:
                     await asyncio.wait_for(self.server.stopping.wait(), timeout=STANDBY_POLL)
@@ -171,7 +178,7 @@ class ImapInbound:
                     await self._do(client.noop(), "NOOP")
                 continue
             if self.server.stopping.is_set():
-                return
+                return False
             if cfg.fast_poll:
                 await self._poll(client, cfg.fast_poll, self.config.server.poll_interval)
             elif idle:
@@ -183,6 +190,7 @@ class ImapInbound:
                     await asyncio.wait_for(self.server.stopping.wait(), timeout=self.config.server.poll_interval)
                 except TimeoutError:
                     await self._do(client.noop(), "NOOP")
+        return False
 
     async def _poll(self, client: aioimaplib.IMAP4, every: float, seconds: float) -> bool:
         """NOOP every ``every`` seconds until the server reports mail (True) or
@@ -214,7 +222,7 @@ class ImapInbound:
         return ok(task.result(), what)
 
     async def _idle(self, client: aioimaplib.IMAP4) -> None:
-        timeout = min(self.config.imap.idle_timeout, 28 * 60)
+        timeout = min(self.config.imap.idle_timeout, 28 * 60, max(1.0, renew_in(client)))
         idle_task = await client.idle_start(timeout=timeout)
         push = asyncio.create_task(client.wait_server_push(timeout=timeout))
         stop = asyncio.create_task(self.server.stopping.wait())
@@ -225,11 +233,16 @@ class ImapInbound:
             for task in (push, stop, lost):
                 if not task.done():
                     task.cancel()
+                elif not task.cancelled():
+                    task.exception()  # a push wait that timed out: seen here, not "never retrieved" in the log
             if self.lost.is_set():
+                idle_task.cancel()  # never to end: not "destroyed but pending" in the log
                 raise ImapError("the IMAP server closed the connection")
             client.idle_done()
             try:
-                await asyncio.wait_for(idle_task, 30)
+                # (a server that ends the session in IDLE, e.g. Microsoft 365's "* BYE Session
+                # invalidated - AccessTokenExpired", never answers DONE: don't wait 30 s for it)
+                await asyncio.wait_for(self._do(idle_task, "IDLE"), 30)
             except TimeoutError as exc:
                 raise ImapError("server did not end IDLE") from exc
 
@@ -278,7 +291,7 @@ class ImapInbound:
             left = await self._file_finished(client, queue, rows, uidvalidity)
             added = 0
             room = IN_FLIGHT - left
-            if not stopping and room > 0:
+            if not stopping and room > 0 and renew_in(client) > 0:
                 queued = {r.uid for r in rows if r.uidvalidity == uidvalidity}
                 waiting = [uid for uid in await self._uids(client) if uid not in queued]
                 new = (await self._delivery_order(client, waiting))[:room]
@@ -319,7 +332,7 @@ class ImapInbound:
         try:
             while True:
                 new: list[int] = []
-                if not self.server.stopping.is_set() and len(taken) < IN_FLIGHT:
+                if not self.server.stopping.is_set() and len(taken) < IN_FLIGHT and renew_in(client) > 0:
                     waiting = [uid for uid in await self._uids(client) if uid not in taken]
                     new = (await self._delivery_order(client, waiting))[:BATCH]
                 if new:
