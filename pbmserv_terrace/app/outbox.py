@@ -213,7 +213,6 @@ async def _send_one(row: OutboxMessage, delivery: Delivery, config: Config, resu
     """Send one reply and note the outcome on ``row``.  :class:`Throttled` is
     raised again after the note: the row keeps its place in the queue (its due
     time is not moved) and the caller pauses all sending."""
-    now = utcnow()
     row.attempts += 1
     try:
         await delivery.deliver(to_email(row, config), row.recipient)
@@ -228,6 +227,7 @@ async def _send_one(row: OutboxMessage, delivery: Delivery, config: Config, resu
         return
     except Exception as exc:  # network trouble, 4xx: try again later
         row.last_error = f"{type(exc).__name__}: {exc}"[:2000]
+        now = utcnow()  # the retry counts from the failure: a slow attempt is not due again at once
         if now - row.created_at > timedelta(hours=config.smtp.give_up_hours):
             row.state = "failed"
             result.failed += 1
@@ -242,5 +242,5 @@ async def _send_one(row: OutboxMessage, delivery: Delivery, config: Config, resu
                 "reply %s to %s: temporary failure (%s); retry at %s", row.message_id, row.recipient, exc, row.next_attempt_at
             )
         return
-    row.state, row.sent_at, row.last_error = "sent", now, None
+    row.state, row.sent_at, row.last_error = "sent", utcnow(), None
     result.sent += 1

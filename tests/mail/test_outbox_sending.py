@@ -138,3 +138,38 @@ def test_slow_down_answer_pauses_everything_and_keeps_the_order(db_url: str) -> 
     assert delivery.tried == [f"<o{i:02d}@srv.test>" for i in (0, 1, 2, 2, 2, 3, 4, 5)]
     assert [s for _, s in delivery.accepted] == [f"reply {i:02d}" for i in range(6)]
     assert set(final.values()) == {"sent"}
+
+
+class SlowFailure(Recording):
+    """Every attempt fails with a temporary error after ``seconds`` (a relay that
+    stalls, then drops the connection)."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__()
+        self.seconds = seconds
+
+    async def deliver(self, message: Message, recipient: str) -> None:
+        self.tried.append(str(message["Message-ID"]))
+        await asyncio.sleep(self.seconds)
+        raise ConnectionResetError("the relay dropped the connection")
+
+
+def test_the_retry_time_counts_from_the_failure_not_from_the_attempt(db_url: str) -> None:
+    async def run() -> tuple[list[str], int, str, float]:
+        db, cfg = await queue(db_url, 1)
+        cfg.smtp.retry_base_seconds = 1.0
+        delivery = SlowFailure(1.5)
+        senders = OutboxSenders(db, delivery, cfg, batch=1)
+        await senders.drain()
+        failed_at = utcnow()
+        await senders.drain()  # at once again: the retry is not due yet (1 s after the failure)
+        async with UnitOfWork(db) as uow:
+            [row] = await uow.outbox.by_state("pending")
+            found = row.attempts, row.last_error or "", (row.next_attempt_at - failed_at).total_seconds()
+        await db.close()
+        return delivery.tried, *found
+
+    tried, attempts, error, ahead = asyncio.run(run())
+    assert tried == ["<o00@srv.test>"], tried  # one attempt, not one per drain
+    assert attempts == 1 and "dropped the connection" in error
+    assert ahead > 0.3, ahead  # due about 1 s after the failure, which ended 1.5 s after the attempt began
