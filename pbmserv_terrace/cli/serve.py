@@ -182,8 +182,8 @@ async def _check_connections(cfg: Config, offline: bool) -> list[str]:
         out.append(f"  FAIL  IMAP {cfg.imap.host}:{cfg.imap.port}: {type(exc).__name__}: {exc}")
     try:
         delivery = SmtpDelivery(cfg)
-        await delivery.connect()
-        await delivery.close()
+        client = await delivery.connect()
+        await delivery.quit(client)  # the check's connection is its own: close() ends only the pool's idle ones
         out.append(f"  ok    SMTP {cfg.smtp.host}:{cfg.smtp.port} ({cfg.smtp.tls})")
     except Exception as exc:
         out.append(f"  FAIL  SMTP {cfg.smtp.host}:{cfg.smtp.port}: {type(exc).__name__}: {exc}")

@@ -186,6 +186,10 @@ class SmtpDelivery:
         for client in idle:
             await self._quit(client)
 
+    async def quit(self, client: aiosmtplib.SMTP) -> None:
+        """End ``client`` (a connection from :meth:`connect` that is not in the pool)."""
+        await self._quit(client)
+
     @staticmethod
     async def _quit(client: aiosmtplib.SMTP) -> None:
         if client.is_connected:
