@@ -97,6 +97,7 @@ def test_queue_claims_skip_locked_rows_and_respect_keys(pg_url):
 
 
 # ------------------------------------------------------- killed, three times over
+@pytest.mark.reliability
 def test_three_workers_sigkilled_during_a_stream_exactly_once(serve_factory, relay, dovecot, pg_cluster, tmp_path):
     """500 mails from 20 players in 50 games; three workers on one mailbox and one
     PostgreSQL database; one of them, at random, is killed with SIGKILL (and
