@@ -58,7 +58,7 @@ class Users:
     async def password_hashes(self, userids: Sequence[str]) -> dict[str, str]:
         """userid → stored password hash, for the given (lower-case) userids."""
         rows = await self.s.execute(select(User.userid, User.password_hash).where(User.userid.in_(list(userids))))
-        return {userid: stored for userid, stored in rows.tuples()}
+        return {userid: stored for userid, stored in rows}
 
     def add(self, user: User) -> None:
         self.s.add(user)
@@ -123,7 +123,8 @@ class Games:
         return (await self.s.execute(stmt)).unique().scalar_one_or_none()
 
     async def for_users(self, user_ids: Sequence[int], game_type: str | None = None) -> list[Game]:
-        stmt = select(Game).join(Seat, Seat.game_id == Game.id).where(Seat.user_id.in_(list(user_ids))).distinct()
+        # (a sub-select, not DISTINCT: PostgreSQL has no equality for the json columns)
+        stmt = select(Game).where(Game.id.in_(select(Seat.game_id).where(Seat.user_id.in_(list(user_ids)))))
         if game_type:
             stmt = stmt.where(Game.game_type == game_type)
         rows = await self.s.execute(stmt.order_by(Game.game_type, Game.board_number))
@@ -134,9 +135,7 @@ class Games:
         with their seats: the robots' work list (seats by ``ix_seats_user``)."""
         stmt = (
             select(Game)
-            .join(Seat, Seat.game_id == Game.id)
-            .where(Seat.user_id.in_(list(user_ids)), Game.status == "active")
-            .distinct()
+            .where(Game.id.in_(select(Seat.game_id).where(Seat.user_id.in_(list(user_ids)))), Game.status == "active")
             .order_by(Game.last_move_at, Game.id)
         )
         if game_ids is not None:
