@@ -183,6 +183,10 @@ class SolitaireRules(Protocol):
         """The table in words, short: the picture's alt text."""
         ...
 
+    def example_move(self, state: Any) -> str | None:
+        """A move the rules allow now, for the reply line (cheap; None when none)."""
+        ...
+
     def hint(self, state: Any, seconds: float) -> str | None:
         """One good move's text, or None when the solver finds none in time."""
         ...

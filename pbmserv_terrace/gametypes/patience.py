@@ -100,6 +100,11 @@ class PatienceRules:
     def picture_alt(self, state: State) -> str:
         return table_picture.picture_alt(state)
 
+    def example_move(self, state: State) -> str | None:
+        """The first legal move, foundation moves first (``base 1`` while the base is chosen)."""
+        moves = state.legal_moves()
+        return patience.format_move(moves[0]) if moves else None
+
     def hint(self, state: State, seconds: float) -> str | None:
         move = patience.hint(state, max_seconds=seconds)
         return patience.format_move(move) if move is not None else None

@@ -136,11 +136,13 @@ def _with_picture(mail: Mail, table: Table, user: User, reply_hint: str, web: st
     return mail
 
 
-def reply_line(game: Game) -> str:
-    """The last line of a board mail: how to answer it by Reply."""
-    if game.status != "active":
+def reply_line(table: Table) -> str:
+    """The last line of a board mail: how to answer it by Reply (with a move the
+    rules allow now as the example)."""
+    if table.game.status != "active":
         return "Reply to this mail with show on the first line; or start a new deal with new."
-    return "Reply to this mail with your moves (e.g. w-t2 flip) on the first line; or undo, hint, show, resign."
+    example = _rules(table.game).example_move(table.state) or "flip"
+    return f"Reply to this mail with your moves (e.g. {example}) on the first line; or undo, hint, show, resign."
 
 
 def subject_of(game: Game, *, new: bool = False, what: str = "") -> str:
@@ -157,11 +159,11 @@ async def mail_table(ctx: Ctx, table: Table, *, new: bool = False, what: str = "
     web = web_line(ctx, game)
     body = table.text() + web
     reply_to, key = await ctx.reply_address(game.game_type, game.board_number, user, game.ply)
-    text = body.rstrip("\n") + "\n\n" + reply_line(game) + "\n"
+    text = body.rstrip("\n") + "\n\n" + reply_line(table) + "\n"
     if user.addresses and not user.signed_off:
         mail = Mail(list(dict.fromkeys(user.addresses)), subject_of(game, new=new, what=what), text,
                     reply_to=reply_to, reply_key=key)  # fmt: skip
-        ctx.out.append(_with_picture(mail, table, user, reply_line(game), web))
+        ctx.out.append(_with_picture(mail, table, user, reply_line(table), web))
     if ctx.mail is not None and ctx.sender.lower() not in {a.lower() for a in user.addresses}:
         ctx.out.append(Mail([ctx.sender], subject_of(game, new=new, what=what), body, for_sender=True))
 
@@ -173,10 +175,10 @@ async def reply_to_table(ctx: Ctx, game: Game, headline: str) -> None:
     user = game.seats[0].user
     reply_to, key = await ctx.reply_address(game.game_type, game.board_number, user, game.ply)
     table = Table(game, state, moves, headline, [])
-    body = table.text().rstrip("\n") + "\n\n" + reply_line(game) + "\n"
+    body = table.text().rstrip("\n") + "\n\n" + reply_line(table) + "\n"
     mail = Mail([ctx.sender], subject_of(game), body, for_sender=True, reply_to=reply_to, reply_key=key)
     if ctx.sender.lower() in {a.lower() for a in user.addresses}:
-        mail = _with_picture(mail, table, user, reply_line(game), "")
+        mail = _with_picture(mail, table, user, reply_line(table), "")
     ctx.out.append(mail)
 
 

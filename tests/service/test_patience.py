@@ -60,6 +60,7 @@ def test_new_deal_mails_the_table_with_a_reply_key(h: Harness) -> None:
     table = GAME_TYPES["patience"].solitaire.table_text(new_game("terrace", 4))
     assert table in r.body
     assert "Choose the base card from t1-t4" in r.body
+    assert "Reply to this mail with your moves (e.g. base 1) on the first line" in r.body
     assert "patience new USERID PASSWORD -terrace --deal=4" in r.body
     assert all(len(line) <= 72 for line in table.splitlines())
     status, ply, options, moves = board_state(h)
@@ -109,6 +110,9 @@ def test_several_moves_in_one_mail_stop_at_the_first_illegal_one(h: Harness) -> 
     assert r.subject == "Patience Board 101 ann"
     assert "ann played base 1 flip" in r.body
     assert "Stopped: move 3 (t9-f1) was not played:" in r.body
+    example = re.search(r"your moves \(e\.g\. ([^)]+)\) on the first line", r.body)
+    assert example is not None and example.group(1) != "base 1"
+    replay("terrace", 4, ["base 1", "flip", example.group(1)])  # the example is a legal move now
     status, ply, _, moves = board_state(h)
     assert (status, ply, moves) == ("active", 2, ["base 1", "flip"])
 
