@@ -355,13 +355,18 @@ async def undo(ctx: Ctx, cmd: Command) -> None:
     await mail_table(ctx, table)
 
 
+async def _in_play(ctx: Ctx, cmd: Command) -> tuple[Game, User, SolitaireRules, Any, list[str]]:
+    """``VERB BOARD USERID PASSWORD`` on a deal still in play: the board, its player,
+    its rules, its state and the moves that reached it."""
+    game, user, _ = await _owner(ctx, cmd, need(cmd, 3, 3))
+    _require_active(game)
+    state, moves = await _state(ctx, game)
+    return game, user, _rules(game), state, moves
+
+
 @command("resign", game=SOLITAIRE, usage="resign BOARD USERID PASSWORD", auth=1)
 async def resign(ctx: Ctx, cmd: Command) -> None:
-    words = need(cmd, 3, 3)
-    game, user, _ = await _owner(ctx, cmd, words)
-    _require_active(game)
-    rules = _rules(game)
-    state, moves = await _state(ctx, game)
+    game, user, rules, state, moves = await _in_play(ctx, cmd)
     state = rules.resign(state)
     await _finish(ctx, game, rules, state, "resigned")
     await mail_table(ctx, Table(game, state, moves, f"{user.userid} resigns", []))
@@ -369,11 +374,7 @@ async def resign(ctx: Ctx, cmd: Command) -> None:
 
 @command("hint", game=SOLITAIRE, usage="hint BOARD USERID PASSWORD", auth=1)
 async def hint(ctx: Ctx, cmd: Command) -> None:
-    words = need(cmd, 3, 3)
-    game, _, _ = await _owner(ctx, cmd, words)
-    _require_active(game)
-    rules = _rules(game)
-    state, moves = await _state(ctx, game)
+    game, _, rules, state, moves = await _in_play(ctx, cmd)
     found = rules.hint(state, HINT_SECONDS)
     game.options = {**game.options, "hints": int(game.options.get("hints", 0)) + 1}
     if found is None:
@@ -388,13 +389,11 @@ async def show(ctx: Ctx, cmd: Command) -> None:
     words = need(cmd, 1, 1)
     game, _ = await load_game(ctx, cmd, words[0], lock=False)
     state, moves = await _state(ctx, game)
-    notes: list[str] = []
-    body = Table(game, state, moves, "", notes).text() + web_line(ctx, game)
-    user = game.seats[0].user
-    if ctx.sender.lower() in {a.lower() for a in user.addresses}:
-        await mail_table(ctx, Table(game, state, moves, "", notes))
+    table = Table(game, state, moves, "", [])
+    if ctx.sender.lower() in {a.lower() for a in game.seats[0].user.addresses}:
+        await mail_table(ctx, table)  # the player's own board mail, with a reply key
         return
-    ctx.out.append(Mail([ctx.sender], subject_of(game), body, for_sender=True))
+    ctx.out.append(Mail([ctx.sender], subject_of(game), table.text() + web_line(ctx, game), for_sender=True))
 
 
 # --------------------------------------------------------------- deals, games
