@@ -28,6 +28,7 @@ from ..mail.message import parse_message
 from ..service import HandleResult, Service
 from ..store import Database, InboundQueue, QueueListener
 from ..web import create_app, listen_socket, serve_web
+from .batching import GroupCommit
 from .health import HealthEndpoint, Metrics
 from .ordering import KeyedRunner
 from .outbox import OutboxSenders
@@ -37,6 +38,8 @@ from .robots import RobotPlayer
 log = logging.getLogger("pbmserv.serve")
 IDLE_SMTP_CLOSE = 10.0
 """seconds without replies after which the SMTP connection is closed"""
+BATCH_LIMIT = 50
+"""the most mails one transaction handles (:mod:`.batching`)"""
 CLAIMERS = 3
 """claim transactions a worker keeps going at once (PostgreSQL queue)"""
 CLAIM_POLL = 2.0
@@ -54,6 +57,8 @@ class Server:
         self.stopping = asyncio.Event()
         self.wake_outbound = asyncio.Event()
         self.runner = KeyedRunner(config.server.concurrency)
+        # SQLite has one writer: one batch at a time; PostgreSQL runs two side by side
+        self.batcher = GroupCommit(self.service.handle_batch, limit=BATCH_LIMIT, lanes=1 if self.db.is_sqlite else 2)
         self._held: set[str] = set()
         """keys of mails put back for a later pass (later mails sharing them wait too)"""
         self._hold_all = False
@@ -125,7 +130,7 @@ class Server:
         try:
             if isinstance(mail, Exception):
                 raise mail
-            result = await self.service.handle_mail(mail)
+            result = await self.batcher.handle(mail)
         except (OperationalError, InterfaceError, OSError) as exc:
             # the database is unreachable (or a deadlock was broken): not the mail's
             # fault; it stays where it is and is taken again later

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -32,6 +33,18 @@ BOARD_VERBS = (
 """the game commands of a board game (COMMANDS.md §3–§5)"""
 
 
+@functools.lru_cache(maxsize=4096)
+def _load(text: str, size: int) -> Position:
+    return parse_tpn(text, size)
+
+
+@functools.cache
+def _goal_distances(n: int, army: int) -> tuple[int, ...]:
+    """Per square, the king-move distance to ``army``'s goal corner."""
+    gx, gy = divmod(goal_square(n, army), n)[::-1]
+    return tuple(max(abs(sq % n - gx), abs(sq // n - gy)) for sq in range(n * n))
+
+
 @dataclass(frozen=True)
 class TerraceRules:
     """The Terrace rules on a ``size`` x ``size`` board."""
@@ -47,7 +60,9 @@ class TerraceRules:
         return start_position(setup, self.size)
 
     def load(self, text: str) -> Position:
-        return parse_tpn(text, self.size)
+        # positions are immutable: a board mail loads its board's several times
+        # (body, reply hints, picture), and the next mail starts where it ended
+        return _load(text, self.size)
 
     def dump(self, pos: Position) -> str:
         return format_tpn(pos)
@@ -83,18 +98,15 @@ class TerraceRules:
         if not moves:
             return "d2-e3"
         geo, n = pos.geo, pos.geo.n
-        gx, gy = divmod(goal_square(n, pos.to_move), n)[::-1]
+        dist = _goal_distances(n, pos.to_move)
 
-        def distance(sq: int) -> int:
-            y, x = divmod(sq, n)
-            return max(abs(x - gx), abs(y - gy))
+        def rank(m: Move) -> tuple[bool, int, int]:
+            # a one-square move reads best as an example
+            step = max(abs(m.frm % n - m.to % n), abs(m.frm // n - m.to // n)) > 1
+            return step, dist[m.to] - dist[m.frm], dist[m.to]
 
-        def step(m: Move) -> bool:  # a one-square move reads best as an example
-            return max(abs(m.frm % n - m.to % n), abs(m.frm // n - m.to // n)) > 1
-
-        move = min(
-            moves, key=lambda m: (step(m), distance(m.to) - distance(m.frm), distance(m.to), geo.name(m.frm), geo.name(m.to))
-        )
+        best = min(rank(m) for m in moves)
+        move = min((m for m in moves if rank(m) == best), key=lambda m: (geo.name(m.frm), geo.name(m.to)))
         return f"{geo.name(move.frm)}-{geo.name(move.to)}"
 
     def robot_move(self, text: str, level: int, ply: int, history: Sequence[str] = ()) -> tuple[str, str]:

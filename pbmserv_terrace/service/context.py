@@ -19,7 +19,7 @@ from ..config import Config
 from ..inbound import InboundMail
 from ..render import render
 from ..store import UnitOfWork, User
-from .guards import GuessGuard
+from .guards import GuardJournal, GuessGuard
 from .passwords import PasswordCache, needs_rehash
 from .replykeys import SECRET_NAME, key_address, make_key
 
@@ -84,6 +84,8 @@ class Ctx:
         self.keyed_user: User | None = None
         """the user a verified reply key names: :meth:`auth` needs no password for them"""
         self._reply_secret: bytes | None = None
+        self.guard = GuardJournal(service.guessing)
+        """this work's password outcomes; the service applies them once it is final"""
 
     @property
     def sender(self) -> str:
@@ -148,7 +150,7 @@ class Ctx:
         self.user = userid.lower()
         if self.keyed_user is not None and self.keyed_user.userid == self.user:
             return self.keyed_user
-        guard = self.service.guessing
+        guard = self.guard
         wait = guard.locked_for(self.user, time.monotonic())
         if wait:
             unit = "minute" if wait == 1 else "minutes"

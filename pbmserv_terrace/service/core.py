@@ -21,12 +21,14 @@ from sqlalchemy.exc import DBAPIError, IntegrityError
 from ..commands import NO_COMMAND, Command, strip_subject
 from ..commands.parse import redact
 from ..config import Config
+from ..gametypes import DEFAULT_GAME_TYPE
 from ..inbound import InboundMail, is_valid_address, never_answer
-from ..store import Database, UnitOfWork, utcnow
+from ..store import Database, MailUndo, UnitOfWork, utcnow
 from ..store.models import DELETED_HASH_PREFIX
 from ..store.repos import Users
 from . import keyed, robots, timers
 from .args import MissingArguments, missing_reason, notice
+from .boards import ROUTINE_ROUNDS
 from .context import CommandError, Ctx, Mail
 from .guards import dummy_hash, guess_guard_for, throttle_for
 from .passwords import PasswordCache
@@ -36,9 +38,20 @@ from .robots import RobotTurn
 
 log = logging.getLogger("pbmserv.service")
 PREWARM_PER_MAIL = 4
+BATCH_REDOS = 3
+"""a batch is tried again at most this often, each time with one more mail in a
+savepoint of its own; the last try gives every mail one"""
 PER_BOARD = frozenset({"move", "resign", "queue", "submit", "confirm", "chat"})
 """board commands whose effects stay on their board, its players' ratings
 (locked rows) and the sender; other commands are ordered against everything"""
+
+
+class _Redo(Exception):
+    """A batch must be tried again with mail ``index`` in a savepoint of its own."""
+
+    def __init__(self, index: int) -> None:
+        super().__init__(index)
+        self.index = index
 
 
 @dataclass
@@ -191,89 +204,196 @@ class Service:
         return frozenset(keys)
 
     # -------------------------------------------------------------- handling
-    async def handle_mail(self, mail: InboundMail, *, now: datetime | None = None) -> HandleResult:
+    async def handle_mail(self, mail: InboundMail, *, now: datetime | None = None, verdict: str | None = None) -> HandleResult:
+        """Handle one mail in its own transaction.  ``verdict``: the throttle's
+        verdict, when a batch has already asked (so a mail is counted once)."""
         started = time.perf_counter()
+        check = verdict if verdict is not None else await self._precheck(mail)
+        if isinstance(check, HandleResult):
+            return check
         try:
             # Optimistic: a mail seen before is rare (a restart between commit and
             # filing), and the processed-id row's primary key refuses it at commit.
-            result = await self._handle(mail, now or utcnow(), check_seen=False)
+            result = await self._handle(mail, now or utcnow(), check, check_seen=False)
         except IntegrityError:
             # The Message-ID was processed before (or another worker committed it, or
             # this game's ply, first).  Run again: the second pass sees the mail as
             # processed, or the new state.
             log.info("%s: processed before or by a concurrent worker; running it again", mail.message_id)
-            result = await self._handle(mail, now or utcnow())
+            result = await self._handle(mail, now or utcnow(), check)
         except DBAPIError as exc:
             if not exc.connection_invalidated:
                 raise
             log.warning("%s: the database connection was lost; running it again on a fresh one", mail.message_id)
-            result = await self._handle(mail, now or utcnow())
+            result = await self._handle(mail, now or utcnow(), check)
         result.ms = (time.perf_counter() - started) * 1000
         return result
 
-    async def _handle(self, mail: InboundMail, now: datetime, *, check_seen: bool = True) -> HandleResult:
+    async def handle_batch(self, mails: list[InboundMail], *, now: datetime | None = None) -> list[HandleResult | Exception]:
+        """Handle mails together, in order, in one transaction: what they need is
+        read in a few set-based queries first (boards with their players, recent
+        moves, subscribers), each mail then runs the same handlers as alone, in
+        its own savepoint, and the whole batch commits at once.  If anything but a
+        player's error goes wrong (a crash in a handler, a Message-ID seen
+        before, a lost connection), the batch is rolled back and its mails run
+        again one by one, so one bad mail never costs the others.  Per mail: its
+        result, or the exception it raised alone."""
+        if len(mails) == 1:
+            return [await self._alone(mails[0])]
+        started = time.perf_counter()
+        when = now or utcnow()
+        checks: list[HandleResult | str] = [await self._precheck(mail) for mail in mails]
+        own: set[int] = set()
+        """mails that get a savepoint of their own (one of their commands failed)"""
+        try:
+            for attempt in range(BATCH_REDOS + 1):
+                try:
+                    results, contexts, turns = await self._batch_once(mails, checks, when, own, every=attempt == BATCH_REDOS)
+                    break
+                except _Redo as redo:
+                    own.add(redo.index)
+        except Exception as exc:
+            log.warning("a batch of %d mails failed (%s: %s); running them one by one", len(mails), type(exc).__name__, exc)
+            return [
+                check if isinstance(check, HandleResult) else await self._alone(mail, check)
+                for mail, check in zip(mails, checks, strict=True)
+            ]
+        for ctx in contexts:
+            ctx.guard.apply()
+        elapsed = (time.perf_counter() - started) * 1000
+        for result in results:
+            result.ms = elapsed
+        if turns:
+            results[-1].robot_turns = turns
+        return list(results)
+
+    async def _batch_once(
+        self, mails: list[InboundMail], checks: list[HandleResult | str], when: datetime, own: set[int], *, every: bool
+    ) -> tuple[list[HandleResult], list[Ctx], list[RobotTurn]]:
+        """One try at a batch: the mails in ``own`` (all, with ``every``) in
+        savepoints of their own; a command error in any other raises _Redo."""
+        results: list[HandleResult] = []
+        contexts: list[Ctx] = []
+        async with UnitOfWork(self.db, batch=True) as uow:
+            robots.watch_games(uow.session)
+            await self._preload(uow, [m for m, c in zip(mails, checks, strict=True) if isinstance(c, str)])
+            for index, (mail, check) in enumerate(zip(mails, checks, strict=True)):
+                if isinstance(check, HandleResult):
+                    results.append(check)
+                    continue
+                await uow.begin_mail(savepoint=every or index in own)
+                try:
+                    result, ctx = await self._handle_in(uow, mail, when, check)
+                except MailUndo:
+                    raise _Redo(index) from None
+                await uow.end_mail()
+                results.append(result)
+                contexts.append(ctx)
+            turns = await self._robot_turns_in(uow)
+            await uow.commit()
+        return results, contexts, turns
+
+    async def _alone(self, mail: InboundMail, verdict: str | None = None) -> HandleResult | Exception:
+        try:
+            return await self.handle_mail(mail, verdict=verdict)
+        except Exception as exc:
+            return exc
+
+    async def _preload(self, uow: UnitOfWork, mails: list[InboundMail]) -> None:
+        """Read what these mails' board commands need, set-based, into ``uow``."""
+        boards: set[tuple[str, int]] = set()
+        userids: set[str] = set()
+        for mail in mails:
+            key_text = keyed.key_text_of(mail, self.config.server.address)
+            board = keyed.board_of_key(key_text) if key_text is not None else None
+            if board is not None:
+                boards.add(board)
+            for cmd in mail.parsed.commands:
+                if cmd.is_game and len(cmd.words) >= 2 and cmd.words[0].isdigit():
+                    boards.add((cmd.game_type or DEFAULT_GAME_TYPE, int(cmd.words[0])))
+                    userids.add(cmd.words[1])
+        if not boards:
+            return
+        games = await uow.games.preload(boards, lock=not self.db.is_sqlite)
+        uow.users.remember(seat.user for game in games for seat in game.seats)
+        await uow.users.preload(userids)
+        # a board mail shows the last ROUTINE_ROUNDS rounds and the one in play
+        await uow.moves.preload(games, (ROUTINE_ROUNDS + 1) * max(len(g.seats) for g in games) if games else 0)
+        await uow.watchers.preload(game.id for game in games)
+
+    async def _precheck(self, mail: InboundMail) -> HandleResult | str:
+        """What is decided before a transaction: a mail never answered (its
+        result), else the throttle's verdict."""
         why = never_answer(mail, self.config.server.address)
         if why:
             log.info("not answered: %s (from %r, %s)", why, mail.sender, mail.message_id)
             return HandleResult("ignored", why)
         if not is_valid_address(mail.sender):
             return HandleResult("ignored", f"unusable sender address {mail.sender[:80]!r}")
-        verdict = await self.throttle.check(mail.sender.lower(), mail.message_id, time.monotonic())
+        return await self.throttle.check(mail.sender.lower(), mail.message_id, time.monotonic())
+
+    async def _handle(self, mail: InboundMail, now: datetime, verdict: str, *, check_seen: bool = True) -> HandleResult:
         async with UnitOfWork(self.db) as uow:
             robots.watch_games(uow.session)
             if check_seen and await uow.inbound.seen(mail.message_id):
                 return HandleResult("duplicate", mail.message_id)
-            ctx = self.context(uow, now, mail)
-            if verdict != "ok":
-                # Over the limit: one notice, then silence; nothing else happens.
-                if verdict == "notice":
-                    limit = self.throttle.per_minute
-                    self._error(ctx, None, CommandError(
-                        f"you have sent more than {limit} commands in a minute; the server ignores your mail "
-                        "until a minute has passed (this notice is sent once)"), strip_subject(mail.subject))  # fmt: skip
-                queued = self.queue_replies(ctx, now)
-                uow.inbound.record(mail.message_id, now, mail.sender, "throttled")
-                await uow.commit()
-                return HandleResult("throttled", mail.sender, len(queued), outbox_ids=queued)
-            parsed = mail.parsed
-            results: list[tuple[Command | None, str | None]] = []
-            commands = parsed.commands
-            key_text = keyed.key_text_of(mail, self.config.server.address)
-            if key_text is None and not parsed.commands and mail.references:
-                # the +KEY was lost on the way (a reply to From, a server that strips
-                # sub-addresses): the mail answers one of ours that carried a key
-                key_text = await uow.outbox.reply_key_of(mail.references)
-            reply: keyed.KeyedReply | None = None
-            if key_text is not None:
-                try:
-                    reply = await keyed.resolve(ctx, mail, key_text, subject_has_command=bool(parsed.commands))
-                except CommandError as exc:
-                    self._error(ctx, None, exc, "(reply)")
-                    results.append((None, exc.reason))
-                    reply = keyed.KeyedReply()
-                if reply.fall_back_to_subject:
-                    reply = None
-            if reply is not None:
-                ctx.keyed_user = reply.user
-                commands = reply.commands
-                if reply.refused:
-                    results.append((None, reply.refused))
-            elif parsed.error:
-                reason = no_command_reason(strip_subject(mail.subject), parsed.error, self.config.server.name)
-                self._error(ctx, None, CommandError(reason), parsed.source_line)
-                results.append((None, reason))
-            for cmd in commands:
-                if cmd.verb == "invalid":
-                    self._error(ctx, cmd, CommandError(cmd.comment), cmd.text)
-                    results.append((cmd, cmd.comment))
-                    continue
-                results.append((cmd, await self._run(ctx, cmd, alone=len(commands) == 1)))
-            if reply is not None and reply.notes and not any(err for _, err in results):
-                notice(ctx, f"{ctx.server_name}: your reply went to the board as chat", *reply.notes)
-            queued = self.queue_replies(ctx, now, multiple=parsed.multiple and reply is None)
-            uow.inbound.record(mail.message_id, now, mail.sender, redact(parsed.source_line or "")[:200])
-            turns = await self._robot_turns_in(uow)
+            result, ctx = await self._handle_in(uow, mail, now, verdict)
+            result.robot_turns = await self._robot_turns_in(uow)
             await uow.commit()
+        ctx.guard.apply()
+        return result
+
+    async def _handle_in(self, uow: UnitOfWork, mail: InboundMail, now: datetime, verdict: str) -> tuple[HandleResult, Ctx]:
+        """One mail's commands, replies and processed-id row in ``uow`` (not
+        committed), and its context (whose password outcomes count once it is)."""
+        ctx = self.context(uow, now, mail)
+        if verdict != "ok":
+            # Over the limit: one notice, then silence; nothing else happens.
+            if verdict == "notice":
+                limit = self.throttle.per_minute
+                self._error(ctx, None, CommandError(
+                    f"you have sent more than {limit} commands in a minute; the server ignores your mail "
+                    "until a minute has passed (this notice is sent once)"), strip_subject(mail.subject))  # fmt: skip
+            queued = self.queue_replies(ctx, now)
+            uow.inbound.record(mail.message_id, now, mail.sender, "throttled")
+            return HandleResult("throttled", mail.sender, len(queued), outbox_ids=queued), ctx
+        parsed = mail.parsed
+        results: list[tuple[Command | None, str | None]] = []
+        commands = parsed.commands
+        key_text = keyed.key_text_of(mail, self.config.server.address)
+        if key_text is None and not parsed.commands and mail.references:
+            # the +KEY was lost on the way (a reply to From, a server that strips
+            # sub-addresses): the mail answers one of ours that carried a key
+            key_text = await uow.outbox.reply_key_of(mail.references)
+        reply: keyed.KeyedReply | None = None
+        if key_text is not None:
+            try:
+                reply = await keyed.resolve(ctx, mail, key_text, subject_has_command=bool(parsed.commands))
+            except CommandError as exc:
+                self._error(ctx, None, exc, "(reply)")
+                results.append((None, exc.reason))
+                reply = keyed.KeyedReply()
+            if reply.fall_back_to_subject:
+                reply = None
+        if reply is not None:
+            ctx.keyed_user = reply.user
+            commands = reply.commands
+            if reply.refused:
+                results.append((None, reply.refused))
+        elif parsed.error:
+            reason = no_command_reason(strip_subject(mail.subject), parsed.error, self.config.server.name)
+            self._error(ctx, None, CommandError(reason), parsed.source_line)
+            results.append((None, reason))
+        for cmd in commands:
+            if cmd.verb == "invalid":
+                self._error(ctx, cmd, CommandError(cmd.comment), cmd.text)
+                results.append((cmd, cmd.comment))
+                continue
+            results.append((cmd, await self._run(ctx, cmd, alone=len(commands) == 1)))
+        if reply is not None and reply.notes and not any(err for _, err in results):
+            notice(ctx, f"{ctx.server_name}: your reply went to the board as chat", *reply.notes)
+        queued = self.queue_replies(ctx, now, multiple=parsed.multiple and reply is None)
+        uow.inbound.record(mail.message_id, now, mail.sender, redact(parsed.source_line or "")[:200])
         first = commands[0] if commands else None
         errors = [err for _, err in results if err]
         return HandleResult(
@@ -284,8 +404,7 @@ class Service:
             user=ctx.user,
             command=(f"{first.game_type + ' ' if first.game_type else ''}{first.verb}" if first else "-"),
             outbox_ids=queued,
-            robot_turns=turns,
-        )
+        ), ctx
 
     # ---------------------------------------------------------------- robots
     @staticmethod
@@ -357,10 +476,10 @@ class Service:
             # a fresh one for the error reply (cheaper than a savepoint per mail).
             try:
                 await fn(ctx, cmd)
-                await ctx.uow.flush()
+                if not ctx.uow.batch:
+                    await ctx.uow.flush()  # a batch writes at its end (and on error runs again)
             except CommandError as exc:
-                await ctx.uow.session.rollback()
-                await ctx.uow.session.begin()
+                await ctx.uow.undo_mail()
                 ctx.forget_subscribers()
                 del ctx.out[mark:]
                 self._error(ctx, cmd, exc, cmd.text)
@@ -372,6 +491,8 @@ class Service:
             await ctx.uow.flush()
         except CommandError as exc:
             await savepoint.rollback()
+            ctx.uow.forget()
+            ctx.forget_subscribers()
             del ctx.out[mark:]
             self._error(ctx, cmd, exc, cmd.text)
             return exc.reason

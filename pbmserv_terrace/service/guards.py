@@ -89,6 +89,40 @@ class GuessGuard:
         """Learn what other workers counted for these userids (nothing to learn here)."""
 
 
+class GuardJournal:
+    """One mail's password outcomes, told to the guard once the mail's work is
+    final (:meth:`apply`, after its commit), so a mail run again (its batch
+    undone) is counted once.  Meanwhile :meth:`locked_for` answers from the
+    guard's counts plus this mail's own failures, so a mail of many commands is
+    held back as it would be by failures counted at once."""
+
+    def __init__(self, guard: GuessGuard) -> None:
+        self.guard = guard
+        self.events: list[tuple[str, float | None]] = []
+        """(userid, time of a failure) or (userid, None) for a success, in order"""
+
+    def locked_for(self, userid: str, now: float) -> int:
+        if not any(u == userid for u, _ in self.events):
+            return self.guard.locked_for(userid, now)
+        probe = GuessGuard()
+        probe._failures = {userid: list(self.guard._failures.get(userid, []))}
+        for who, when in self.events:
+            if who == userid:
+                probe.succeeded(who) if when is None else probe.failed(who, when)
+        return probe.locked_for(userid, now)
+
+    def failed(self, userid: str, now: float) -> None:
+        self.events.append((userid, now))
+
+    def succeeded(self, userid: str) -> None:
+        self.events.append((userid, None))
+
+    def apply(self) -> None:
+        for who, when in self.events:
+            self.guard.succeeded(who) if when is None else self.guard.failed(who, when)
+        self.events.clear()
+
+
 def _wall(monotonic: float) -> float:
     """A time.monotonic() reading as wall-clock seconds (what workers share)."""
     return monotonic + (time.time() - time.monotonic())

@@ -18,7 +18,7 @@ from .models import (
     User,
 )
 from .queue import InboundQueue, QueuedMail, QueueListener
-from .uow import UnitOfWork
+from .uow import MailUndo, UnitOfWork
 
 __all__ = [
     "DEFAULT_DATABASE_URL",
@@ -28,6 +28,7 @@ __all__ = [
     "FinishedGame",
     "Game",
     "InboundQueue",
+    "MailUndo",
     "MoveRecord",
     "Notifier",
     "OutboxMessage",

@@ -23,6 +23,8 @@ from sqlalchemy import event, inspect, text
 from sqlalchemy.engine import Connection, make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 
+from . import inline
+
 DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///pbmserv.db"
 SQLITE_BUSY_TIMEOUT_S = 60.0
 READ_ONLY = "pbmserv_read_only"
@@ -51,23 +53,28 @@ def normalise_url(url: str) -> str:
 def make_engine(url: str, **kwargs: Any) -> AsyncEngine:
     url = normalise_url(url)
     if url.startswith("sqlite"):
-        engine = create_async_engine(url, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_S}, **kwargs)
+        database = make_url(url).database or ":memory:"
+        # statements run on the loop's thread, not one aiosqlite hop each (store/inline.py)
+        engine = create_async_engine(url, async_creator=inline.creator(database), **kwargs)
 
         @event.listens_for(engine.sync_engine, "connect")
         def _on_connect(dbapi_connection: Any, _record: Any) -> None:
-            # Take transaction control away from the driver: we issue BEGIN ourselves.
-            dbapi_connection.isolation_level = None
+            # transaction control is ours (the inline connection opens with
+            # isolation_level None): we issue BEGIN ourselves
             cursor = dbapi_connection.cursor()
             cursor.execute("PRAGMA journal_mode=WAL")
             cursor.execute("PRAGMA synchronous=NORMAL")
             cursor.execute("PRAGMA foreign_keys=ON")
-            cursor.execute(f"PRAGMA busy_timeout={int(SQLITE_BUSY_TIMEOUT_S * 1000)}")
             cursor.close()
 
         @event.listens_for(engine.sync_engine, "begin")
         def _on_begin(conn: Connection) -> None:
             # a reader (Database.reading) takes no write lock; WAL lets it read beside a writer
-            conn.exec_driver_sql("BEGIN" if conn.get_execution_options().get(READ_ONLY) else "BEGIN IMMEDIATE")
+            if conn.get_execution_options().get(READ_ONLY):
+                conn.exec_driver_sql("BEGIN")
+            else:
+                adapted = conn.connection.dbapi_connection
+                inline.begin_immediate(adapted._connection.raw, SQLITE_BUSY_TIMEOUT_S)  # type: ignore[union-attr]
 
         return engine
     kwargs.setdefault("pool_size", 10)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 
-from sqlalchemy import String, cast, delete, func, select, update
+from sqlalchemy import String, cast, delete, func, select, tuple_, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import joinedload, selectinload
@@ -29,9 +29,25 @@ from .models import (
 class Users:
     def __init__(self, session: AsyncSession) -> None:
         self.s = session
+        self.loaded: dict[str, User] = {}
+        """users a batch read ahead (:meth:`preload`), by userid"""
 
     async def get(self, userid: str) -> User | None:
+        found = self.loaded.get(userid.lower())
+        if found is not None:
+            return found
         return (await self.s.execute(select(User).where(User.userid == userid.lower()))).scalar_one_or_none()
+
+    async def preload(self, userids: Iterable[str]) -> None:
+        """Read these users in one query; :meth:`get` then answers from memory."""
+        wanted = sorted({u.lower() for u in userids} - self.loaded.keys())
+        if wanted:
+            for user in (await self.s.execute(select(User).where(User.userid.in_(wanted)))).scalars():
+                self.loaded[user.userid] = user
+
+    def remember(self, users: Iterable[User]) -> None:
+        for user in users:
+            self.loaded[user.userid] = user
 
     async def seeking(self) -> list[User]:
         """Users who said (``seek``) they want more games, in userid order."""
@@ -64,6 +80,7 @@ class Users:
         self.s.add(user)
 
     async def delete(self, user: User) -> None:
+        self.loaded.pop(user.userid, None)
         await self.s.delete(user)
 
     async def all_active(self) -> list[User]:
@@ -83,6 +100,8 @@ FIRST_BOARD = 101
 class Games:
     def __init__(self, session: AsyncSession) -> None:
         self.s = session
+        self.loaded: dict[tuple[str, int], Game] = {}
+        """boards a batch read (and on PostgreSQL locked) ahead, by (type, number)"""
 
     async def next_board_number(self, game_type: str) -> int:
         """Allocate the next board number of ``game_type`` (101, 102, …).  The UPDATE
@@ -118,9 +137,33 @@ class Games:
             .where(Game.game_type == game_type, Game.board_number == board_number)
             .options(joinedload(Game.seats))  # one round trip: the game, its seats and their users
         )
+        found = self.loaded.get((game_type, board_number))
+        if found is not None:
+            return found
         if lock:
             stmt = stmt.with_for_update(of=Game).execution_options(populate_existing=True)
         return (await self.s.execute(stmt)).unique().scalar_one_or_none()
+
+    async def preload(self, boards: Iterable[tuple[str, int]], *, lock: bool) -> list[Game]:
+        """Read these boards with their seats and players in one query (with
+        ``lock``, FOR UPDATE in id order, so batches never deadlock on each
+        other); :meth:`get` then answers from memory until :meth:`forget`."""
+        wanted = sorted(set(boards) - self.loaded.keys())
+        if not wanted:
+            return []
+        stmt = (
+            select(Game)
+            .where(tuple_(Game.game_type, Game.board_number).in_(wanted))
+            .options(joinedload(Game.seats))
+            .order_by(Game.id)
+            .execution_options(populate_existing=True)
+        )
+        if lock:
+            stmt = stmt.with_for_update(of=Game)
+        games = list((await self.s.execute(stmt)).unique().scalars())
+        for game in games:
+            self.loaded[(game.game_type, game.board_number)] = game
+        return games
 
     async def for_users(self, user_ids: Sequence[int], game_type: str | None = None) -> list[Game]:
         # (a sub-select, not DISTINCT: PostgreSQL has no equality for the json columns)
@@ -185,18 +228,50 @@ class Games:
         return list((await self.s.execute(stmt)).scalars())
 
     async def delete(self, game: Game) -> None:
+        self.loaded.pop((game.game_type, game.board_number), None)
         await self.s.delete(game)
 
 
 class Moves:
     def __init__(self, session: AsyncSession) -> None:
         self.s = session
+        self.recent: dict[int, list[MoveRecord]] = {}
+        """game id → its latest plies, in order, read ahead by a batch (:meth:`preload`)
+        and kept up to date by :meth:`add` and :meth:`delete_from`"""
 
     def add(self, record: MoveRecord) -> None:
         self.s.add(record)
+        recent = self.recent.get(record.game_id)
+        if recent is not None:
+            if recent and recent[-1].ply != record.ply - 1:
+                del self.recent[record.game_id]  # not the next ply: read from the table again
+            else:
+                recent.append(record)
+
+    async def preload(self, games: Sequence[Game], depth: int) -> None:
+        """The last ``depth`` plies of each of ``games`` in one query."""
+        plies = {g.id: g.ply for g in games if g.id not in self.recent}
+        if not plies:
+            return
+        stmt = (
+            select(MoveRecord)
+            .join(Game, Game.id == MoveRecord.game_id)
+            .where(MoveRecord.game_id.in_(list(plies)), MoveRecord.ply > Game.ply - depth)
+            .order_by(MoveRecord.game_id, MoveRecord.ply)
+        )
+        found: dict[int, list[MoveRecord]] = {game_id: [] for game_id in plies}
+        for record in (await self.s.execute(stmt)).scalars():
+            found[record.game_id].append(record)
+        for game_id, records in found.items():
+            # kept only when they are the game's plies up to its current one
+            if (records[-1].ply if records else 0) == plies[game_id]:
+                self.recent[game_id] = records
 
     async def of_game(self, game_id: int, *, last: int | None = None) -> list[MoveRecord]:
         """The move list in ply order; with ``last`` only the final ``last`` plies."""
+        recent = self.recent.get(game_id)
+        if last is not None and recent is not None and (len(recent) >= last or (recent and recent[0].ply == 1)):
+            return recent[-last:] if last else []
         stmt = select(MoveRecord).where(MoveRecord.game_id == game_id)
         if last is not None:
             stmt = stmt.order_by(MoveRecord.ply.desc()).limit(last)
@@ -205,6 +280,7 @@ class Moves:
 
     async def delete_from(self, game_id: int, ply: int) -> None:
         """Remove plies ``ply`` and later (undo)."""
+        self.recent.pop(game_id, None)
         await self.s.execute(delete(MoveRecord).where(MoveRecord.game_id == game_id, MoveRecord.ply >= ply))
 
 
@@ -213,8 +289,29 @@ class Watchers:
 
     def __init__(self, session: AsyncSession) -> None:
         self.s = session
+        self.loaded: dict[int, list[User]] = {}
+        """game id → its subscribers, read ahead by a batch (:meth:`preload`)"""
+
+    async def preload(self, game_ids: Iterable[int]) -> None:
+        """The subscribers of these boards in one query."""
+        wanted = sorted(set(game_ids) - self.loaded.keys())
+        if not wanted:
+            return
+        stmt = (
+            select(Subscription.game_id, User)
+            .join(User, Subscription.user_id == User.id)
+            .where(Subscription.game_id.in_(wanted))
+            .order_by(User.userid)
+        )
+        found: dict[int, list[User]] = {game_id: [] for game_id in wanted}
+        for game_id, user in (await self.s.execute(stmt)).all():
+            if game_id is not None:
+                found[game_id].append(user)
+        self.loaded.update(found)
 
     async def subscribers(self, game_id: int) -> list[User]:
+        if game_id in self.loaded:
+            return list(self.loaded[game_id])
         stmt = select(User).join(Subscription, Subscription.user_id == User.id).where(Subscription.game_id == game_id)
         return list((await self.s.execute(stmt.order_by(User.userid))).scalars())
 
@@ -245,9 +342,11 @@ class Watchers:
         return (await self.s.execute(stmt)).scalar_one_or_none()
 
     def add(self, row: Subscription | Notifier) -> None:
+        self.loaded.clear()
         self.s.add(row)
 
     async def remove(self, row: Subscription | Notifier) -> None:
+        self.loaded.clear()
         await self.s.delete(row)
 
 
@@ -390,12 +489,19 @@ class Secrets:
 
     def __init__(self, session: AsyncSession) -> None:
         self.session = session
+        self.loaded: dict[str, str] = {}
+        """secrets read in this transaction (a batch's mails read them once)"""
 
     async def get(self, name: str) -> str | None:
+        if name in self.loaded:
+            return self.loaded[name]
         row = await self.session.get(ServerSecret, name)
+        if row is not None:
+            self.loaded[name] = row.value
         return row.value if row is not None else None
 
     async def put(self, name: str, value: str) -> None:
+        self.loaded.pop(name, None)
         row = await self.session.get(ServerSecret, name)
         if row is None:
             self.session.add(ServerSecret(name=name, value=value))

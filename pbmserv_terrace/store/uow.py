@@ -16,10 +16,15 @@ from __future__ import annotations
 import contextlib
 from types import TracebackType
 
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncSession, AsyncSessionTransaction
 
 from .db import Database
 from .repos import Games, History, Inbound, Moves, Outbox, Ratings, Secrets, Users, Watchers
+
+
+class MailUndo(Exception):
+    """The mail in hand must be undone, but it shares a batch's transaction
+    without a savepoint of its own: the batch is run again with one for it."""
 
 
 class UnitOfWork:
@@ -34,9 +39,12 @@ class UnitOfWork:
     outbox: Outbox
     secrets: Secrets
 
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, *, batch: bool = False) -> None:
         self.db = db
+        self.batch = batch
+        """several mails share this transaction, each in its own savepoint"""
         self._stack = contextlib.AsyncExitStack()
+        self._mail: AsyncSessionTransaction | None = None
 
     async def __aenter__(self) -> UnitOfWork:
         self.session = await self._stack.enter_async_context(self.db.session())
@@ -50,6 +58,42 @@ class UnitOfWork:
     async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
         # db.session() rolls back whatever was not committed.
         await self._stack.aclose()
+
+    async def begin_mail(self, *, savepoint: bool) -> None:
+        """A mail of a batch begins; with ``savepoint`` it gets its own, so that
+        :meth:`undo_mail` can undo it alone.  Without one, its changes are
+        written with the whole batch's at commit (one flush, set-based)."""
+        if self.batch and savepoint:
+            self._mail = await self.session.begin_nested()
+
+    async def end_mail(self) -> None:
+        if self._mail is not None:
+            await self._mail.commit()
+            self._mail = None
+
+    async def undo_mail(self) -> None:
+        """Undo what the mail in hand changed and go on in a clean state: back to
+        the mail's savepoint in a batch, else roll the transaction back and begin
+        a new one (cheaper than a savepoint per mail)."""
+        if self._mail is not None:
+            await self._mail.rollback()
+            self.forget()
+            self._mail = await self.session.begin_nested()
+            return
+        if self.batch:
+            raise MailUndo()
+        await self.session.rollback()
+        self.forget()
+        await self.session.begin()
+
+    def forget(self) -> None:
+        """Drop what the repositories read ahead: after a rollback those objects
+        are expired, and reading them again goes through the database."""
+        self.users.loaded.clear()
+        self.games.loaded.clear()
+        self.moves.recent.clear()
+        self.watchers.loaded.clear()
+        self.secrets.loaded.clear()
 
     async def flush(self) -> None:
         await self.session.flush()
