@@ -73,8 +73,9 @@ def make_engine(url: str, **kwargs: Any) -> AsyncEngine:
             if conn.get_execution_options().get(READ_ONLY):
                 conn.exec_driver_sql("BEGIN")
             else:
-                adapted = conn.connection.dbapi_connection
-                inline.begin_immediate(adapted._connection.raw, SQLITE_BUSY_TIMEOUT_S)  # type: ignore[union-attr]
+                driver = conn.connection.driver_connection  # the InlineConnection
+                assert isinstance(driver, inline.InlineConnection)
+                inline.begin_immediate(driver.raw, SQLITE_BUSY_TIMEOUT_S)
 
         return engine
     kwargs.setdefault("pool_size", 10)
