@@ -38,6 +38,26 @@ def _load(text: str, size: int) -> Position:
     return parse_tpn(text, size)
 
 
+@functools.lru_cache(maxsize=1024)
+def _example_move(pos: Position) -> str:
+    """(cached by position object: a board mail asks for its board's example
+    several times, and positions are shared through :func:`_load`)"""
+    moves = pos.legal_moves()
+    if not moves:
+        return "d2-e3"
+    geo, n = pos.geo, pos.geo.n
+    dist = _goal_distances(n, pos.to_move)
+
+    def rank(m: Move) -> tuple[bool, int, int]:
+        # a one-square move reads best as an example
+        step = max(abs(m.frm % n - m.to % n), abs(m.frm // n - m.to // n)) > 1
+        return step, dist[m.to] - dist[m.frm], dist[m.to]
+
+    best = min(rank(m) for m in moves)
+    move = min((m for m in moves if rank(m) == best), key=lambda m: (geo.name(m.frm), geo.name(m.to)))
+    return f"{geo.name(move.frm)}-{geo.name(move.to)}"
+
+
 @functools.cache
 def _goal_distances(n: int, army: int) -> tuple[int, ...]:
     """Per square, the king-move distance to ``army``'s goal corner."""
@@ -94,20 +114,7 @@ class TerraceRules:
         """A move that is legal for the army to move, for hints: one that brings a
         piece nearest its goal corner (``d2-e3`` at the long start), or ``d2-e3``
         when the army has no move."""
-        moves = pos.legal_moves()
-        if not moves:
-            return "d2-e3"
-        geo, n = pos.geo, pos.geo.n
-        dist = _goal_distances(n, pos.to_move)
-
-        def rank(m: Move) -> tuple[bool, int, int]:
-            # a one-square move reads best as an example
-            step = max(abs(m.frm % n - m.to % n), abs(m.frm // n - m.to // n)) > 1
-            return step, dist[m.to] - dist[m.frm], dist[m.to]
-
-        best = min(rank(m) for m in moves)
-        move = min((m for m in moves if rank(m) == best), key=lambda m: (geo.name(m.frm), geo.name(m.to)))
-        return f"{geo.name(move.frm)}-{geo.name(move.to)}"
+        return _example_move(pos)
 
     def robot_move(self, text: str, level: int, ply: int, history: Sequence[str] = ()) -> tuple[str, str]:
         """The robot's move in the position ``text`` and its one-line comment

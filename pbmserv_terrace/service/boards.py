@@ -5,7 +5,9 @@ Playing and ending games is :mod:`.plies`."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+from markupsafe import escape
 
 from ..commands import Command
 from ..gametypes import DEFAULT_GAME_TYPE, board_rules, game_title
@@ -18,6 +20,8 @@ from .args import shortened
 from .context import CommandError, Ctx, Mail
 
 RESIGN, FORFEIT = "Resign", "Forfeit"
+HINT_MARK = "PBMSERVREPLYHINTMARK"
+"""stands for the reply hint in a board mail's HTML drawn once for every player"""
 ROUTINE_ROUNDS = 5
 _BOARD_REF = re.compile(r"^(\d{1,9})(?:#(\d{1,6}))?$")
 
@@ -295,8 +299,17 @@ class BoardPicture:
     view: GameView
     headline: str
     comment: CommentView | None = None
+    _drawn: str | None = field(default=None, init=False, repr=False)
 
     def html(self, hint: str) -> str:
+        if hint:
+            # drawn once per mail; each player's copy differs only in its hint
+            if self._drawn is None:
+                self._drawn = self._render(HINT_MARK)
+            return self._drawn.replace(HINT_MARK, str(escape(hint)))
+        return self._render("")
+
+    def _render(self, hint: str) -> str:
         cid = f"board-{self.view.title.lower()}-{self.view.board_number}@pbmserv"
         alt = picture_alt(self.view.position) if self.view.position else "the board"
         comments = [self.comment] if self.comment and self.comment.text else []

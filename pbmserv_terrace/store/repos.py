@@ -132,14 +132,14 @@ class Games:
     async def get(self, game_type: str, board_number: int, *, lock: bool = False) -> Game | None:
         """A board by number; with ``lock`` the row stays locked (FOR UPDATE) until the
         transaction ends, so two commands on one game run one after the other."""
+        found = self.loaded.get((game_type, board_number))
+        if found is not None:
+            return found
         stmt = (
             select(Game)
             .where(Game.game_type == game_type, Game.board_number == board_number)
             .options(joinedload(Game.seats))  # one round trip: the game, its seats and their users
         )
-        found = self.loaded.get((game_type, board_number))
-        if found is not None:
-            return found
         if lock:
             stmt = stmt.with_for_update(of=Game).execution_options(populate_existing=True)
         return (await self.s.execute(stmt)).unique().scalar_one_or_none()
