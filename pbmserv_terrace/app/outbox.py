@@ -215,7 +215,10 @@ async def _send_one(row: OutboxMessage, delivery: Delivery, config: Config, resu
     time is not moved) and the caller pauses all sending."""
     row.attempts += 1
     try:
-        await delivery.deliver(to_email(row, config), row.recipient)
+        # composed on a thread: drawing and encoding the picture (Pillow lets go of
+        # the GIL) then runs beside the event loop, on another core when there is one
+        message = await asyncio.to_thread(to_email, row, config)
+        await delivery.deliver(message, row.recipient)
     except PermanentFailure as exc:
         row.state, row.last_error = "failed", f"permanent: {exc}"[:2000]
         result.failed += 1

@@ -66,19 +66,24 @@ class GuessGuard:
     def __init__(self) -> None:
         self._failures: dict[str, list[float]] = {}
 
+    def _after_failure(self, times: list[float], now: float) -> list[float]:
+        return [*(t for t in times if t > now - self.WINDOW), now][-64:]
+
     def failed(self, userid: str, now: float) -> None:
-        recent = [t for t in self._failures.get(userid, []) if t > now - self.WINDOW]
-        recent.append(now)
-        self._failures[userid] = recent[-64:]
+        self._failures[userid] = self._after_failure(self._failures.get(userid, []), now)
         if len(self._failures) > 100_000:
             self._failures.pop(next(iter(self._failures)))
 
     def succeeded(self, userid: str) -> None:
         self._failures.pop(userid, None)
 
-    def locked_for(self, userid: str, now: float) -> int:
-        """Minutes still to wait (0 = may try)."""
-        recent = [t for t in self._failures.get(userid, []) if t > now - max(self.WINDOW, 3600.0)]
+    def locked_for(self, userid: str, now: float, pending: Sequence[float | None] = ()) -> int:
+        """Minutes still to wait (0 = may try).  ``pending``: outcomes not counted
+        yet, in order: the time of a failure, or None for a success."""
+        times = self._failures.get(userid, [])
+        for when in pending:
+            times = [] if when is None else self._after_failure(times, when)
+        recent = [t for t in times if t > now - max(self.WINDOW, 3600.0)]
         extra = len(recent) - self.FREE
         if extra < 0:
             return 0
@@ -102,14 +107,7 @@ class GuardJournal:
         """(userid, time of a failure) or (userid, None) for a success, in order"""
 
     def locked_for(self, userid: str, now: float) -> int:
-        if not any(u == userid for u, _ in self.events):
-            return self.guard.locked_for(userid, now)
-        probe = GuessGuard()
-        probe._failures = {userid: list(self.guard._failures.get(userid, []))}
-        for who, when in self.events:
-            if who == userid:
-                probe.succeeded(who) if when is None else probe.failed(who, when)
-        return probe.locked_for(userid, now)
+        return self.guard.locked_for(userid, now, [when for who, when in self.events if who == userid])
 
     def failed(self, userid: str, now: float) -> None:
         self.events.append((userid, now))

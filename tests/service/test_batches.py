@@ -243,3 +243,21 @@ def test_group_commit_gathers_what_is_ready() -> None:
     asyncio.run(run())
     assert seen[0] == 1
     assert sorted(seen[1:], reverse=True)[0] == 4 and sum(seen[1:]) == 10
+
+
+def test_a_mails_password_outcomes_count_once_and_when_final() -> None:
+    """The guard journal: a mail's wrong passwords hold its own later commands
+    back at once, but reach the guard only when applied (after the commit)."""
+    from pbmserv_terrace.service.guards import GuardJournal, GuessGuard
+
+    guard = GuessGuard()
+    journal = GuardJournal(guard)
+    for k in range(GuessGuard.FREE):
+        assert journal.locked_for("zed", 1000.0 + k) == 0
+        journal.failed("zed", 1000.0 + k)
+    assert journal.locked_for("zed", 1010.0) > 0
+    assert guard.locked_for("zed", 1010.0) == 0
+    journal.apply()
+    assert guard.locked_for("zed", 1010.0) == journal.locked_for("zed", 1010.0) > 0
+    journal.succeeded("zed")
+    assert journal.locked_for("zed", 1010.0) == 0
