@@ -18,6 +18,7 @@ import logging
 import time
 from collections import deque
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -34,6 +35,10 @@ log = logging.getLogger("pbmserv.outbound")
 
 THROTTLE_MAX = 900.0
 """seconds: the longest pause after the provider asked us to slow down"""
+
+
+COMPOSER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="compose")
+"""where replies are composed (:func:`_send_one`)"""
 
 
 def backoff(attempts: int, base: float = 60.0) -> timedelta:
@@ -215,9 +220,10 @@ async def _send_one(row: OutboxMessage, delivery: Delivery, config: Config, resu
     time is not moved) and the caller pauses all sending."""
     row.attempts += 1
     try:
-        # composed on a thread: drawing and encoding the picture (Pillow lets go of
-        # the GIL) then runs beside the event loop, on another core when there is one
-        message = await asyncio.to_thread(to_email, row, config)
+        # composed on a thread of its own: drawing and encoding the picture (Pillow
+        # lets go of the GIL) runs beside the event loop, on another core when there
+        # is one; one thread, so one more malloc arena, not one per pool thread
+        message = await asyncio.get_running_loop().run_in_executor(COMPOSER, to_email, row, config)
         await delivery.deliver(message, row.recipient)
     except PermanentFailure as exc:
         row.state, row.last_error = "failed", f"permanent: {exc}"[:2000]

@@ -165,8 +165,12 @@ class SharedGuessGuard(GuessGuard):
         self._write(shared.password_failed(self.db, userid, _wall(now)))
 
     def succeeded(self, userid: str) -> None:
-        super().succeeded(userid)
-        self._write(shared.password_succeeded(self.db, userid))
+        # only when there is something to clear (as of the last refresh): not a
+        # write per mail; failures another worker counts after that refresh stay
+        # until they age out (stricter, never looser)
+        if userid in self._failures:
+            super().succeeded(userid)
+            self._write(shared.password_succeeded(self.db, userid))
 
     def _write(self, statement: Coroutine[Any, Any, None]) -> None:
         async def write() -> None:
