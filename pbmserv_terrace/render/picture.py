@@ -420,9 +420,10 @@ def _palette(n: int) -> Image.Image:
 
 
 PALETTE_SIZE = 96
-COMPRESS_LEVEL = 6
-"""zlib level 6: about 7 % bigger than level 9 (Pillow's optimize=True) at a fifth of its time
-(level 9 alone takes ~30 ms on a 640 px board)."""
+COMPRESS_LEVEL = 3
+"""zlib level 3: 20–24 kB, 2.5–3.5 ms a picture; level 6 made them 15–17 kB at
+5 ms, and encoding was then a quarter of serve's CPU per move (issue 18); level 9
+(Pillow's optimize=True) takes ~30 ms on a 640 px board."""
 
 
 def to_png(im: Image.Image, n: int) -> bytes:
