@@ -121,9 +121,13 @@ class InlineConnection:
 
     async def commit(self) -> None:
         self.raw.commit()
+        # statements never suspend, so a loop of transactions (timers over many
+        # boards, robots) would never let other tasks or a SIGTERM in: yield here
+        await asyncio.sleep(0)
 
     async def rollback(self) -> None:
         self.raw.rollback()
+        await asyncio.sleep(0)
 
     async def create_function(self, name: str, num_params: int, func: Callable[..., Any], **kw: Any) -> None:
         self.raw.create_function(name, num_params, func, **kw)

@@ -160,7 +160,10 @@ class Subscription(Base):
     """A user watching one board, or (game_id NULL) every future board of a game type."""
 
     __tablename__ = "subscriptions"
-    __table_args__ = (Index("ix_subscriptions_type_game", "game_type", "game_id"),)
+    __table_args__ = (
+        Index("ix_subscriptions_type_game", "game_type", "game_id"),
+        Index("ix_subscriptions_game_id", "game_id"),  # a board's subscribers (every board mail)
+    )
 
     id: Mapped[int] = mapped_column(primary_key=True)
     game_type: Mapped[str] = mapped_column(String(16))

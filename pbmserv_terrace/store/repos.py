@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 
-from sqlalchemy import String, cast, delete, func, select, tuple_, update
+from sqlalchemy import String, and_, cast, delete, func, or_, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import joinedload, selectinload
@@ -151,9 +151,14 @@ class Games:
         wanted = sorted(set(boards) - self.loaded.keys())
         if not wanted:
             return []
+        by_type: dict[str, list[int]] = {}
+        for game_type, number in wanted:
+            by_type.setdefault(game_type, []).append(number)
+        # (type = ? AND number IN …) per type: SQLite uses the board index for that,
+        # not for a row-value IN over both columns (a scan of every game)
         stmt = (
             select(Game)
-            .where(tuple_(Game.game_type, Game.board_number).in_(wanted))
+            .where(or_(*(and_(Game.game_type == t, Game.board_number.in_(ns)) for t, ns in by_type.items())))
             .options(joinedload(Game.seats))
             .order_by(Game.id)
             .execution_options(populate_existing=True)
