@@ -33,8 +33,6 @@ class GroupCommit:
         self._running = 0
         self._kick_planned = False
         self._tasks: set[asyncio.Task[None]] = set()
-        self.sizes: dict[int, int] = {}
-        """batch size → how many batches of that size ran (for /metrics and benchmarks)"""
 
     async def handle(self, mail: InboundMail) -> HandleResult:
         """The mail's result once its batch committed; raises what the mail raised
@@ -52,7 +50,6 @@ class GroupCommit:
         while self._waiting and self._running < self.lanes:
             batch, self._waiting = self._waiting[: self.limit], self._waiting[self.limit :]
             self._running += 1
-            self.sizes[len(batch)] = self.sizes.get(len(batch), 0) + 1
             task = asyncio.create_task(self._run(batch))
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)

@@ -232,12 +232,13 @@ class Service:
     async def handle_batch(self, mails: list[InboundMail], *, now: datetime | None = None) -> list[HandleResult | Exception]:
         """Handle mails together, in order, in one transaction: what they need is
         read in a few set-based queries first (boards with their players, recent
-        moves, subscribers), each mail then runs the same handlers as alone, in
-        its own savepoint, and the whole batch commits at once.  If anything but a
-        player's error goes wrong (a crash in a handler, a Message-ID seen
-        before, a lost connection), the batch is rolled back and its mails run
-        again one by one, so one bad mail never costs the others.  Per mail: its
-        result, or the exception it raised alone."""
+        moves, subscribers), each mail then runs the same code as alone, and the
+        whole batch is written and committed at once.  A mail with a player's
+        error (which must undo that mail) gets a savepoint of its own in a new
+        try of the batch.  If anything else goes wrong (a crash in a handler, a
+        Message-ID seen before, a lost connection), the batch is rolled back and
+        its mails run again one by one, so one bad mail never costs the others.
+        Per mail: its result, or the exception it raised alone."""
         if len(mails) == 1:
             return [await self._alone(mails[0])]
         started = time.perf_counter()
