@@ -47,14 +47,18 @@ def _example_move(pos: Position) -> str:
         return "d2-e3"
     geo, n = pos.geo, pos.geo.n
     dist = _goal_distances(n, pos.to_move)
-
-    def rank(m: Move) -> tuple[bool, int, int]:
-        # a one-square move reads best as an example
-        step = max(abs(m.frm % n - m.to % n), abs(m.frm // n - m.to // n)) > 1
-        return step, dist[m.to] - dist[m.frm], dist[m.to]
-
-    best = min(rank(m) for m in moves)
-    move = min((m for m in moves if rank(m) == best), key=lambda m: (geo.name(m.frm), geo.name(m.to)))
+    # a one-square move reads best as an example; then the one that gains most
+    # towards the goal corner, the one that ends nearest it, the first by name
+    best: tuple[bool, int, int] | None = None
+    ties: list[Move] = []
+    for m in moves:
+        frm, to = m.frm, m.to
+        rank = (max(abs(frm % n - to % n), abs(frm // n - to // n)) > 1, dist[to] - dist[frm], dist[to])
+        if best is None or rank < best:
+            best, ties = rank, [m]
+        elif rank == best:
+            ties.append(m)
+    move = min(ties, key=lambda m: (geo.name(m.frm), geo.name(m.to)))
     return f"{geo.name(move.frm)}-{geo.name(move.to)}"
 
 

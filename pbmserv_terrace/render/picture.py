@@ -482,14 +482,18 @@ def _draw(pos: Position, last_move: Move | None, *, captured: int | None, threat
 # ------------------------------------------------------------------------ words
 def picture_alt(pos: Position | str) -> str:
     """The position (or its TPN string) in words, for the image's alt text and screen readers."""
+    tpn = pos if isinstance(pos, str) else format_tpn(pos)
     if isinstance(pos, str):
         pos = parse_tpn(pos)
-    n = pos.n
+    n, name = pos.n, pos.geo.name
     parts = [f"Terrace {n}x{n}, army {pos.to_move} ({piece_text(pos.to_move << 3 | KIND_T)}) to move."]
-    for army in pos.armies():
-        pieces = [f"{piece_text(p)} on {pos.geo.name(sq)}" for sq, p in enumerate(pos.board) if p >> 3 == army]
-        parts.append(f"Army {army} ({ARMY_COLOUR_NAME[army]}): {', '.join(pieces)}.")
-    parts.append(f"Position {format_tpn(pos)}.")
+    pieces: dict[int, list[str]] = {army: [] for army in pos.armies()}
+    for sq, p in enumerate(pos.board):
+        if p and p >> 3 in pieces:
+            pieces[p >> 3].append(f"{piece_text(p)} on {name(sq)}")
+    for army, listed in pieces.items():
+        parts.append(f"Army {army} ({ARMY_COLOUR_NAME[army]}): {', '.join(listed)}.")
+    parts.append(f"Position {tpn}.")
     return " ".join(parts)
 
 
