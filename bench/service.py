@@ -77,7 +77,7 @@ async def measure(name: str, url: str, sizes: list[int], moves: int, batches: li
             service.passwords.check(userid, (await _stored(db, userid)), "pw")
         plans = sequences(moves // PLAYED_GAMES + 2)
         for batch in batches:
-            start = time.perf_counter()
+            start, cpu = time.perf_counter(), time.process_time()
             done = 0
             for k in range(moves // PLAYED_GAMES):
                 mails = []
@@ -92,8 +92,12 @@ async def measure(name: str, url: str, sizes: list[int], moves: int, batches: li
                     assert all(isinstance(r, HandleResult) and r.status == "ok" for r in results), results
                     done += len(results)
             rate = done / (time.perf_counter() - start)
+            cpu_ms = (time.process_time() - cpu) * 1000 / done
             rates.append(rate)
-            print(f"[{name}] {size:>7} games, batches of {batch:>2}: {rate:,.0f} move commands/s", flush=True)
+            # this process's CPU per command (the database's own, PostgreSQL's, not counted) says
+            # the same on a busy box, where the rate falls with what the other processes take
+            print(f"[{name}] {size:>7} games, batches of {batch:>2}: {rate:,.0f} move commands/s, "
+                  f"{cpu_ms:.2f} ms CPU each in this process", flush=True)  # fmt: skip
             await _reset(db, boards)
     async with db.engine.begin() as conn:
         # the replies the bench queued are nobody's: serve (serve_rss) would send

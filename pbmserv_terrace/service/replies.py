@@ -15,7 +15,7 @@ from ..commands.parse import redact
 from ..gametypes import game_title
 from ..inbound import InboundMail, is_valid_address, new_message_id
 from ..render import render
-from ..store import OutboxMessage, UnitOfWork
+from ..store import UnitOfWork
 from .context import CommandError, Mail
 
 log = logging.getLogger("pbmserv.service")
@@ -80,21 +80,17 @@ def queue_replies(
             seen.add(key)
             message_id = new_message_id(server_address)
             queued.append(message_id)
-            uow.outbox.add(
-                OutboxMessage(
-                    message_id=message_id,
-                    recipient=address,
-                    subject=mail.subject,
-                    body=mail.body,
-                    in_reply_to=in_reply_to,
-                    reply_to=mail.reply_to,
-                    reply_key=mail.reply_key,
-                    html=mail.html,
-                    picture=mail.picture,
-                    state="pending",
-                    attempts=0,
-                    next_attempt_at=now,
-                    created_at=now,
-                )
+            uow.outbox.queue(
+                message_id=message_id,
+                recipient=address,
+                subject=mail.subject,
+                body=mail.body,
+                in_reply_to=in_reply_to,
+                reply_to=mail.reply_to,
+                reply_key=mail.reply_key,
+                html=mail.html,
+                picture=mail.picture,
+                next_attempt_at=now,
+                created_at=now,
             )
     return queued

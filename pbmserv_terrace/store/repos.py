@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from datetime import datetime
+from typing import Any
 
-from sqlalchemy import String, and_, cast, delete, func, or_, select, update
+from sqlalchemy import String, and_, cast, delete, func, insert, or_, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import joinedload, selectinload
@@ -415,28 +416,58 @@ class History:
 
 
 class Inbound:
-    """Processed inbound Message-IDs."""
+    """Processed inbound Message-IDs.  A mail's row is written with the rest of its
+    transaction's rows at :meth:`write` (the Unit of Work's flush or commit), in
+    one statement for a whole batch."""
 
     def __init__(self, session: AsyncSession) -> None:
         self.s = session
+        self.queued: list[dict[str, Any]] = []
 
     async def seen(self, message_id: str) -> bool:
+        if any(row["message_id"] == message_id for row in self.queued):
+            return True
         return await self.s.get(ProcessedMessage, message_id) is not None
 
     def record(self, message_id: str, when: datetime, sender: str = "", summary: str = "") -> None:
-        self.s.add(ProcessedMessage(message_id=message_id, processed_at=when, sender=sender[:255], summary=summary[:255]))
+        self.queued.append({"message_id": message_id, "processed_at": when, "sender": sender[:255], "summary": summary[:255]})
+
+    async def write(self) -> None:
+        if self.queued:
+            rows, self.queued = self.queued, []
+            await self.s.execute(insert(ProcessedMessage.__table__), rows)
 
 
 class Outbox:
+    """The replies.  A command's replies are :meth:`queue`-d and written with the
+    rest of its transaction's rows at :meth:`write` (the Unit of Work's flush or
+    commit): one INSERT for a whole batch, with no ORM object per reply."""
+
     def __init__(self, session: AsyncSession) -> None:
         self.s = session
+        self.queued: list[dict[str, Any]] = []
 
     def add(self, message: OutboxMessage) -> None:
         self.s.add(message)
 
+    def queue(self, **row: Any) -> None:
+        """A new pending reply: the columns of :class:`OutboxMessage` (``message_id``,
+        ``recipient``, ``subject``, ``body``, ``next_attempt_at``, ``created_at``; the
+        others have their defaults)."""
+        self.queued.append(
+            {"in_reply_to": None, "reply_to": None, "reply_key": None, "html": None, "picture": None,
+             "state": "pending", "attempts": 0, "sent_at": None, "last_error": None, **row}
+        )  # fmt: skip
+
+    async def write(self) -> None:
+        if self.queued:
+            rows, self.queued = self.queued, []
+            await self.s.execute(insert(OutboxMessage.__table__), rows)
+
     async def claim(self, now: datetime, limit: int = 20, skip_recipients: Iterable[str] = ()) -> list[OutboxMessage]:
         """Pending replies due now, oldest first, locked until this transaction ends
         (other workers skip them); none for the (lower-case) ``skip_recipients``."""
+        await self.write()
         stmt = (
             select(OutboxMessage)
             .where(OutboxMessage.state == "pending", OutboxMessage.next_attempt_at <= now)
@@ -462,10 +493,12 @@ class Outbox:
             )  # fmt: skip
 
     async def pending_count(self) -> int:
+        await self.write()
         stmt = select(func.count()).select_from(OutboxMessage).where(OutboxMessage.state == "pending")
         return int((await self.s.execute(stmt)).scalar_one())
 
     async def by_state(self, state: str, limit: int = 1000) -> list[OutboxMessage]:
+        await self.write()
         stmt = (
             select(OutboxMessage)
             .where(OutboxMessage.state == state)
@@ -479,6 +512,7 @@ class Outbox:
         In-Reply-To and References) that carried one."""
         if not message_ids:
             return None
+        await self.write()
         stmt = (
             select(OutboxMessage.reply_key)
             .where(OutboxMessage.message_id.in_(list(message_ids)[:50]), OutboxMessage.reply_key.is_not(None))

@@ -45,6 +45,8 @@ class UnitOfWork:
         """several mails share this transaction, each in its own savepoint"""
         self._stack = contextlib.AsyncExitStack()
         self._mail: AsyncSessionTransaction | None = None
+        self._marks = (0, 0)
+        """how many replies and processed ids were queued when the mail in hand began"""
 
     async def __aenter__(self) -> UnitOfWork:
         self.session = await self._stack.enter_async_context(self.db.session())
@@ -63,6 +65,7 @@ class UnitOfWork:
         """A mail of a batch begins; with ``savepoint`` it gets its own, so that
         :meth:`undo_mail` can undo it alone.  Without one, its changes are
         written with the whole batch's at commit (one flush, set-based)."""
+        self._marks = len(self.outbox.queued), len(self.inbound.queued)
         if self.batch and savepoint:
             self._mail = await self.session.begin_nested()
 
@@ -78,12 +81,15 @@ class UnitOfWork:
         if self._mail is not None:
             await self._mail.rollback()
             self.forget()
+            del self.outbox.queued[self._marks[0] :], self.inbound.queued[self._marks[1] :]
             self._mail = await self.session.begin_nested()
             return
         if self.batch:
             raise MailUndo()
         await self.session.rollback()
         self.forget()
+        self.outbox.queued.clear()
+        self.inbound.queued.clear()
         await self.session.begin()
 
     def forget(self) -> None:
@@ -97,6 +103,9 @@ class UnitOfWork:
 
     async def flush(self) -> None:
         await self.session.flush()
+        await self.outbox.write()
+        await self.inbound.write()
 
     async def commit(self) -> None:
+        await self.flush()
         await self.session.commit()
