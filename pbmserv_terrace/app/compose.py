@@ -1,7 +1,9 @@
 """An outbox row → the message that is sent: headers, the text part, and (where
 the row carries them) the HTML part with the board picture.  Built when the
 reply is sent, outside any database transaction: the picture is drawn here, once
-per (position, last move) however many players the mail goes to.
+per (position, last move) however many players the mail goes to, and its base64
+text made once too (``mail.message``).  :func:`to_outgoing` serialises the message
+as well, once, for whichever delivery sends it.
 
 The row's picture spec says what to draw.  A spec whose ``game`` names a solitaire
 (family ``solitaire`` in :data:`~pbmserv_terrace.gametypes.GAME_TYPES`) holds the
@@ -18,7 +20,7 @@ from email.message import Message
 
 from ..config import Config
 from ..gametypes import GAME_TYPES
-from ..mail.message import build_message
+from ..mail.message import Outgoing, build_message
 from ..render.picture import board_png, threatened_squares
 from ..rules import Move, NotationError, parse_tpn
 from ..store import OutboxMessage
@@ -73,6 +75,11 @@ def picture_png(spec: Mapping[str, object]) -> bytes | None:
     except (KeyError, ValueError, TypeError):
         log.warning("no picture for %s: its table cannot be replayed", str(spec.get("cid"))[:80], exc_info=True)
         return None
+
+
+def to_outgoing(row: OutboxMessage, config: Config) -> Outgoing:
+    """The row's message and its bytes (what :mod:`app.outbox` hands the delivery)."""
+    return Outgoing.of(to_email(row, config), config.server.address)
 
 
 def to_email(row: OutboxMessage, config: Config) -> Message:

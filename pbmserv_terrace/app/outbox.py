@@ -29,7 +29,7 @@ from ..config import Config
 from ..mail.delivery import Delivery, PermanentFailure, Throttled
 from ..store import Database, OutboxMessage, UnitOfWork, utcnow
 from ..store.repos import Outbox
-from .compose import to_email
+from .compose import to_outgoing
 
 log = logging.getLogger("pbmserv.outbound")
 
@@ -38,7 +38,7 @@ THROTTLE_MAX = 900.0
 
 
 COMPOSER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="compose")
-"""where replies are composed (:func:`_send_one`)"""
+"""where replies are composed and serialised (:func:`_send_one`)"""
 
 
 def backoff(attempts: int, base: float = 60.0) -> timedelta:
@@ -220,10 +220,11 @@ async def _send_one(row: OutboxMessage, delivery: Delivery, config: Config, resu
     time is not moved) and the caller pauses all sending."""
     row.attempts += 1
     try:
-        # composed on a thread of its own: drawing and encoding the picture (Pillow
-        # lets go of the GIL) runs beside the event loop, on another core when there
-        # is one; one thread, so one more malloc arena, not one per pool thread
-        message = await asyncio.get_running_loop().run_in_executor(COMPOSER, to_email, row, config)
+        # composed and serialised (once, whichever delivery sends it) on a thread of
+        # its own: drawing and encoding the picture (Pillow lets go of the GIL) runs
+        # beside the event loop, on another core when there is one; one thread, so
+        # one more malloc arena, not one per pool thread
+        message = await asyncio.get_running_loop().run_in_executor(COMPOSER, to_outgoing, row, config)
         await delivery.deliver(message, row.recipient)
     except PermanentFailure as exc:
         row.state, row.last_error = "failed", f"permanent: {exc}"[:2000]

@@ -2,12 +2,16 @@
 TLS verified, password or OAuth2 login: XOAUTH2, else OAUTHBEARER) or into a
 local Maildir (the embedded default).  Network adapters only: which reply to
 send, and what to record about it, is the outbox's job (app/outbox.py).
+
+The outbox hands over an :class:`~.message.Outgoing`, serialised once on its
+composer thread: its bytes are written to the Maildir as they are, or sent with
+``sendmail`` (aiosmtplib puts in the CRLF line ends).  A plain ``Message`` (the
+CLI's test mail) is serialised here.
 """
 
 from __future__ import annotations
 
 import asyncio
-import email.policy
 import logging
 import mailbox
 import weakref
@@ -18,6 +22,7 @@ from typing import Protocol
 import aiosmtplib
 
 from ..config import Config
+from .message import Outgoing, message_bytes
 from .oauth2 import MECHANISMS, SASL_ABORT, AccessToken, OAuth2Error, TokenSource, sasl_initial, token_source, with_token_retry
 from .tls import TlsError, client_context, explain
 
@@ -37,7 +42,7 @@ THROTTLE_CODES = frozenset({421, 451, 452})
 
 
 class Delivery(Protocol):
-    async def deliver(self, message: Message, recipient: str) -> None: ...
+    async def deliver(self, message: Message | Outgoing, recipient: str) -> None: ...
 
     async def close(self) -> None: ...
 
@@ -55,11 +60,12 @@ class MaildirDelivery:
         safe = address.lower().replace("/", "_")
         return self.root / safe
 
-    async def deliver(self, message: Message, recipient: str) -> None:
+    async def deliver(self, message: Message | Outgoing, recipient: str) -> None:
         def write() -> None:
+            data = message.data if isinstance(message, Outgoing) else message_bytes(message)
             self.root.mkdir(parents=True, exist_ok=True)
             box = mailbox.Maildir(self.folder(recipient), create=True)
-            box.add(message.as_bytes(policy=email.policy.compat32))  # LF line ends on disk
+            box.add(data)  # LF line ends on disk; written, fsynced, then moved into new/
             box.close()
 
         await asyncio.to_thread(write)
@@ -198,7 +204,7 @@ class SmtpDelivery:
             except (aiosmtplib.SMTPException, OSError):
                 client.close()
 
-    async def deliver(self, message: Message, recipient: str) -> None:
+    async def deliver(self, message: Message | Outgoing, recipient: str) -> None:
         if self._slots is None:
             self._slots = asyncio.Semaphore(self.size)
         async with self._slots:
@@ -212,13 +218,13 @@ class SmtpDelivery:
                 client = candidate if candidate.is_connected else None
             await self._send(client, message, recipient)
 
-    async def _send(self, client: aiosmtplib.SMTP | None, message: Message, recipient: str) -> None:
+    async def _send(self, client: aiosmtplib.SMTP | None, message: Message | Outgoing, recipient: str) -> None:
         reused = client is not None
         try:
             if client is None:
                 client = await self.connect()
             try:
-                await client.send_message(message, recipients=[recipient])
+                await _transmit(client, message, recipient)
             except (aiosmtplib.SMTPException, ConnectionError) as exc:
                 if not reused or not closed_by_server(exc):
                     raise
@@ -226,7 +232,7 @@ class SmtpDelivery:
                 log.info("SMTP: a kept connection was ended by the server (%s); sending on a new one", exc)
                 client.close()
                 client = await self.connect()
-                await client.send_message(message, recipients=[recipient])
+                await _transmit(client, message, recipient)
         except aiosmtplib.SMTPRecipientsRefused as exc:
             self._drop(client)
             codes = [r.code for r in exc.recipients]
@@ -251,6 +257,17 @@ class SmtpDelivery:
     def _drop(client: aiosmtplib.SMTP | None) -> None:
         if client is not None:
             client.close()
+
+
+async def _transmit(client: aiosmtplib.SMTP, message: Message | Outgoing, recipient: str) -> None:
+    """One SMTP transaction: an Outgoing's bytes as they are (``sendmail`` puts in
+    CRLF and dot-stuffs), else the Message serialised by aiosmtplib (also when
+    the bytes are not 7-bit, which only an odd In-Reply-To can make: aiosmtplib
+    then asks for 8BITMIME or encodes the header)."""
+    if isinstance(message, Outgoing) and message.data.isascii():
+        await client.sendmail(message.sender, [recipient], message.data)
+    else:
+        await client.send_message(message.message if isinstance(message, Outgoing) else message, recipients=[recipient])
 
 
 def delivery_for(config: Config) -> Delivery:

@@ -12,6 +12,7 @@ from email.message import Message
 from pbmserv_terrace.app.outbox import OutboxSenders
 from pbmserv_terrace.config import Config, load_config
 from pbmserv_terrace.mail.delivery import Throttled
+from pbmserv_terrace.mail.message import Outgoing
 from pbmserv_terrace.store import Database, OutboxMessage, UnitOfWork, utcnow
 
 
@@ -30,7 +31,8 @@ class Recording:
         self.tried: list[str] = []
         self.die_on, self.throttle_on = die_on, throttle_on
 
-    async def deliver(self, message: Message, recipient: str) -> None:
+    async def deliver(self, message: Message | Outgoing, recipient: str) -> None:
+        message = message.message if isinstance(message, Outgoing) else message
         self.tried.append(str(message["Message-ID"]))
         if len(self.tried) == self.die_on:
             raise Killed
@@ -148,7 +150,8 @@ class SlowFailure(Recording):
         super().__init__()
         self.seconds = seconds
 
-    async def deliver(self, message: Message, recipient: str) -> None:
+    async def deliver(self, message: Message | Outgoing, recipient: str) -> None:
+        message = message.message if isinstance(message, Outgoing) else message
         self.tried.append(str(message["Message-ID"]))
         await asyncio.sleep(self.seconds)
         raise ConnectionResetError("the relay dropped the connection")

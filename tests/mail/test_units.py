@@ -15,7 +15,7 @@ import pytest
 from pbmserv_terrace.app.outbox import OutboxSenders
 from pbmserv_terrace.config import load_config
 from pbmserv_terrace.mail.imap import ImapError, ImapInbound
-from pbmserv_terrace.mail.message import build_message
+from pbmserv_terrace.mail.message import Outgoing, build_message
 from pbmserv_terrace.store import Database, OutboxMessage, UnitOfWork, utcnow
 
 
@@ -102,7 +102,8 @@ class SlowDelivery:
         self.events: list[tuple[str, str, str]] = []
         self.in_flight = self.peak = 0
 
-    async def deliver(self, message: Message, recipient: str) -> None:
+    async def deliver(self, message: Message | Outgoing, recipient: str) -> None:
+        message = message.message if isinstance(message, Outgoing) else message
         self.in_flight += 1
         self.peak = max(self.peak, self.in_flight)
         self.events.append(("start", recipient, str(message["Subject"])))

@@ -1,0 +1,121 @@
+"""A reply is serialised once, cheaply, into the bytes every delivery sends
+(issue 18): :func:`message_bytes` gives exactly what the ``email`` package's
+compat32 generator gives, the Maildir gets those bytes, SMTP the same bytes with
+CRLF line ends, and a board mail's two copies share the picture's encoding."""
+
+from __future__ import annotations
+
+import asyncio
+import email
+import email.policy
+import random
+from datetime import datetime
+from email.message import Message
+from pathlib import Path
+
+import pytest
+from aiosmtpd.controller import Controller
+
+from pbmserv_terrace.config import load_config
+from pbmserv_terrace.mail.delivery import MaildirDelivery, SmtpDelivery
+from pbmserv_terrace.mail.message import COMPAT32, Outgoing, build_message, message_bytes
+from pbmserv_terrace.testing.postgres import free_port
+
+PNG = bytes(range(256)) * 90  # stands for a picture: 23 kB, any bytes
+
+
+def reply(**kw: object) -> Message:
+    args = {"sender": "pbm@srv.test", "sender_name": "PBM Server", "recipient": "ann@x.test",
+            "subject": "Terrace Board 101 bob **", "body": "board\n", "message_id": "<r1@srv.test>",
+            "in_reply_to": "<m1@x.test>", "date": datetime(2026, 1, 2, 3, 4, 5),
+            "reply_to": "pbm+aaaaaziaaaaqaaeyicput25iqaq5gfy@srv.test"}  # fmt: skip
+    args.update(kw)
+    return build_message(**args)  # type: ignore[arg-type]
+
+
+BOARD = {"html": "<p>Board</p>\n<img src='cid:pic@srv'>\n" + "<p>line</p>\n" * 200, "images": [("pic@srv", PNG)]}
+REPLIES = {
+    "plain": {},
+    "board mail": BOARD,
+    "non-ASCII and long lines": {
+        "subject": "Zug von Jörg ♜",
+        "body": "Grüße\n" + "x" * 1500 + "\n",
+        "sender_name": "Spiel-Server ä",
+        "html": "<p>ä</p>",
+        "images": [("p@s", PNG)],
+    },
+    "long headers fold": {
+        "subject": "word " * 60,
+        "sender_name": "A very long server name " * 4,
+        "in_reply_to": "<" + "m" * 120 + "@x.test>",
+    },
+    "line ends of every kind, From lines": {
+        "body": "a\r\nb\rc\nFrom here\n\n.\n",
+        "html": "x\r\ny\rz\nFrom t",
+        "images": [("p@s", b"")],
+    },
+    "no Reply-To, no In-Reply-To": {"reply_to": None, "in_reply_to": None},
+}
+
+
+@pytest.mark.parametrize("kind", list(REPLIES))
+def test_message_bytes_are_the_email_packages_bytes(kind: str) -> None:
+    msg = reply(**REPLIES[kind])
+    data = message_bytes(msg)
+    assert data == msg.as_bytes(policy=email.policy.compat32)
+    assert data == msg.as_bytes()  # the message's own policy is compat32's too
+    parsed = email.message_from_bytes(data, policy=email.policy.default)
+    assert parsed["Message-ID"] == "<r1@srv.test>" and not parsed.defects
+
+
+def test_the_short_cut_folds_headers_as_compat32_does() -> None:
+    rng = random.Random(18)
+    alphabet = "abcXYZ019 <>@.;,=\"'()-_+/:\t  "
+    values = ["", " ", "a", "a  b", " lead", "trail ", "x" * 76, "y" * 90, "z " * 40, "<a@b> (c)"]
+    values += ["".join(rng.choice(alphabet) for _ in range(rng.randrange(1, 120))) for _ in range(3000)]
+    for value in values:
+        for name in ("To", "Subject", "Message-ID", "X-Auto-Response-Suppress"):
+            for linesep in ("\n", "\r\n"):
+                ours, stdlib = COMPAT32.clone(linesep=linesep), email.policy.compat32.clone(linesep=linesep)
+                assert ours.fold_binary(name, value) == stdlib.fold_binary(name, value), (name, value)
+
+
+def test_a_board_mails_copies_share_the_pictures_encoding() -> None:
+    first, second = reply(**BOARD), reply(**BOARD, recipient="bob@x.test", message_id="<r2@srv.test>")
+    pictures = [m.get_payload(1).get_payload(1) for m in (first, second)]
+    assert pictures[0].get_payload() is pictures[1].get_payload()  # encoded once
+    assert pictures[0].get_payload(decode=True) == PNG
+
+
+def test_the_maildir_gets_the_bytes_and_smtp_the_same_with_crlf(tmp_path: Path) -> None:
+    msg = reply(**BOARD)
+    out = Outgoing.of(msg, "pbm@srv.test")
+    received: list[tuple[str, list[str], bytes]] = []
+
+    class Handler:
+        async def handle_DATA(self, server: object, session: object, envelope: object) -> str:
+            received.append((envelope.mail_from, envelope.rcpt_tos, envelope.original_content))  # type: ignore[attr-defined]
+            return "250 OK"
+
+    port = free_port()
+    controller = Controller(Handler(), hostname="127.0.0.1", port=port)
+    controller.start()
+    try:
+        cfg = load_config(None, {"PBMSERV_ADDRESS": "pbm@srv.test", "PBMSERV_SMTP_HOST": "127.0.0.1",
+                                 "PBMSERV_SMTP_PORT": str(port), "PBMSERV_SMTP_TLS": "none"})  # fmt: skip
+
+        async def run() -> None:
+            smtp = SmtpDelivery(cfg)
+            await smtp.deliver(out, "ann@x.test")
+            await smtp.deliver(msg, "ann@x.test")  # a plain Message: aiosmtplib serialises it
+            await smtp.close()
+            await MaildirDelivery(tmp_path).deliver(out, "Ann@X.test")
+
+        asyncio.run(run())
+    finally:
+        controller.stop()
+    [written] = (tmp_path / "ann@x.test" / "new").iterdir()
+    assert written.read_bytes() == out.data
+    assert [(f, r) for f, r, _ in received] == [("pbm@srv.test", ["ann@x.test"])] * 2
+    assert received[0][2] == out.data.replace(b"\n", b"\r\n")
+    assert received[0][2] == received[1][2]  # the same bytes either way
