@@ -23,16 +23,22 @@ backends and the ones it reaped), and the rest of the box (Dovecot, the relay, t
 simulated players, and whatever else runs).
 Every serve starts with an empty password cache, so each of the 200 players'
 first move costs one scrypt check (~45 ms of CPU): that start-up burst is the p99.
-Run: python bench/e2e.py [--workers 1] [--games 100] [--moves 10] [--db sqlite|postgres] [--rate R]
+On PostgreSQL each run also prints the database's transactions per mail
+(pg_stat_database), and with ``--statements`` the statements per mail that the
+serve processes sent (``log_statement = all`` on the run's database; the top
+ones by text with ``--statements N``).
+Run: python bench/e2e.py [--workers 1] [--games 100] [--moves 10] [--db sqlite|postgres] [--rate R] [--statements [N]]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import collections
 import contextlib
 import os
 import random
+import re
 import signal
 import statistics
 import subprocess
@@ -42,7 +48,8 @@ import threading
 import time
 from pathlib import Path
 
-from sqlalchemy import update
+import asyncpg
+from sqlalchemy import make_url, update
 
 from pbmserv_terrace.config import load_config
 from pbmserv_terrace.inbound import InboundMail
@@ -87,6 +94,45 @@ def box_cpu() -> float:
     """CPU seconds the whole box has been busy (every core, every process)."""
     user, nice, system, _idle, _iowait, irq, softirq, steal = (int(x) for x in Path("/proc/stat").read_text().split()[1:9])
     return (user + nice + system + irq + softirq + steal) / TICK
+
+
+async def pg_transactions(url: str) -> int:
+    """Transactions committed and rolled back in the database of ``url`` so far."""
+    parsed = make_url(url)
+    conn = await asyncpg.connect(host=parsed.host, port=parsed.port, user=parsed.username, database="postgres")
+    try:
+        await conn.execute("SELECT pg_stat_clear_snapshot()")
+        n = await conn.fetchval("SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname = $1", parsed.database)
+    finally:
+        await conn.close()
+    return int(n or 0)
+
+
+async def log_statements(url: str) -> None:
+    """``log_statement = all`` for new sessions on the database of ``url``."""
+    parsed = make_url(url)
+    conn = await asyncpg.connect(host=parsed.host, port=parsed.port, user=parsed.username, database="postgres")
+    try:
+        await conn.execute(f"ALTER DATABASE \"{parsed.database}\" SET log_statement = 'all'")
+    finally:
+        await conn.close()
+
+
+_LOGGED = re.compile(r"LOG:  (?:statement|execute [^:]*): (.*)")
+
+
+def logged_statements(log: Path, start: int, end: int) -> collections.Counter[str]:
+    """The statements PostgreSQL logged between two offsets of its log, by their
+    first words (numbers and parameters folded)."""
+    with log.open("rb") as f:
+        f.seek(start)
+        text = f.read(end - start).decode(errors="replace")
+    out: collections.Counter[str] = collections.Counter()
+    for line in text.splitlines():
+        m = _LOGGED.search(line)
+        if m:
+            out[re.sub(r"\$\d+|\b\d+\b", "N", " ".join(m.group(1).split()))[:90]] += 1
+    return out
 
 
 class Watch:
@@ -192,6 +238,9 @@ async def run(
     t = time.perf_counter()
     await seed(url, args.games)
     print(f"seeded {args.games} games ({2 * args.games} users) in {time.perf_counter() - t:.1f} s", flush=True)
+    pg_log = pg.dir / "log" if pg is not None and pg.dir is not None and args.statements is not None else None
+    if pg_log is not None:
+        await log_statements(url)
     config = workdir / "pbmserv.toml"
     config.write_text(
         f'[server]\naddress = "{SERVER}"\ndatabase_url = "{url}"\npoll_interval = 5\nscheduler_interval = 3600\n'
@@ -243,9 +292,14 @@ async def run(
 
     start = time.perf_counter()
     cpu0 = [proc_cpu(p.pid) for p in procs], postgres_cpu(pg), box_cpu()
+    xacts0 = await pg_transactions(url) if pg is not None else 0
+    log0 = pg_log.stat().st_size if pg_log is not None else 0
     await asyncio.gather(*(game(g) for g in range(args.games)))
     elapsed = time.perf_counter() - start
     cpu1 = [proc_cpu(p.pid) for p in procs], postgres_cpu(pg), box_cpu()
+    log1 = pg_log.stat().st_size if pg_log is not None else 0
+    await asyncio.sleep(1.0)  # backends report their counts at most once a second
+    xacts = await pg_transactions(url) - xacts0 if pg is not None else 0
     for p in procs:
         p.send_signal(signal.SIGTERM)
     for p in procs:
@@ -265,6 +319,15 @@ async def run(
           f"serve {sum(serves):.1f} s ({' + '.join(f'{c:.1f}' for c in serves)}; {per * sum(serves):.1f} ms/mail), "
           f"postgres {pg_s:.1f} s ({per * pg_s:.1f} ms/mail), rest of the box {box_s - sum(serves) - pg_s:.1f} s "
           f"(dovecot, relay, players, other)", flush=True)  # fmt: skip
+    if pg is not None:
+        each = 1 / max(1, done)
+        print(f"  PostgreSQL: {each * xacts:.1f} transactions/mail", end="")
+        if pg_log is not None:
+            counted = logged_statements(pg_log, log0, log1)
+            print(f", {each * sum(counted.values()):.1f} statements/mail (BEGIN/COMMIT included)", end="")
+            for text, n in counted.most_common(args.statements or 0):
+                print(f"\n    {each * n:5.2f}  {text or '(a statement starting with a line break)'}", end="")
+        print(flush=True)
     print(f"workers={workers} db={args.db}{load}: {done} move mails answered in {elapsed:.1f} s = {done / elapsed:.1f} mails/s; "
           f"latency p50 {p50:.3f} s, p99 {p99:.3f} s; timeouts {timeouts}", flush=True)  # fmt: skip
     return done / elapsed, p50, p99
@@ -282,6 +345,10 @@ def main() -> None:
     parser.add_argument(
         "--rate", type=float, default=None,
         help="only an open loop offering this many mails/s (0: only the closed loop); default both",
+    )  # fmt: skip
+    parser.add_argument(
+        "--statements", type=int, nargs="?", const=0, default=None, metavar="N",
+        help="count the statements PostgreSQL ran per mail (log_statement = all); list the N most frequent",
     )  # fmt: skip
     args = parser.parse_args()
     users = {SERVER: "srv", **{f"{c}{g}@players.test": "x" for g in range(args.games) for c in "wb"}}

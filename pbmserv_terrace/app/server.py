@@ -44,6 +44,9 @@ CLAIMERS = 3
 """claim transactions a worker keeps going at once (PostgreSQL queue)"""
 CLAIM_POLL = 2.0
 """seconds: a worker looks at the queue this often even when no NOTIFY came"""
+PARSED_KEEP = 500
+"""mails parsed by the queue's reader (:meth:`Server.describe`) kept for this
+process's claims, at most (a mail another worker claims is forgotten later)"""
 
 
 class Server:
@@ -70,6 +73,8 @@ class Server:
         self._work = asyncio.Event()
         """the queue may hold mails this worker can claim"""
         self._claimers: list[asyncio.Task[None]] = []
+        self._parsed: dict[bytes, InboundMail] = {}
+        """raw → the mail :meth:`describe` parsed, until :meth:`prepare` takes it"""
 
     # ---------------------------------------------------------------- one mail
     async def process_raw(self, raw: bytes) -> HandleResult:
@@ -84,6 +89,10 @@ class Server:
         """Parse mails and start their password checks in the background."""
         parsed: list[InboundMail | Exception] = []
         for raw in raws:
+            known = self._parsed.pop(raw, None)
+            if known is not None:
+                parsed.append(known)
+                continue
             try:
                 parsed.append(parse_message(raw))
             except Exception as exc:
@@ -165,6 +174,10 @@ class Server:
             mail = parse_message(raw)
         except Exception:
             return "", frozenset()
+        # most likely claimed by this process soon: prepare() need not parse it again
+        if len(self._parsed) >= PARSED_KEEP:
+            del self._parsed[next(iter(self._parsed))]
+        self._parsed[raw] = mail
         return mail.message_id, self.service.conflict_keys(mail, self.config.server.address)
 
     async def claim_loop(self, queue: InboundQueue) -> None:
@@ -198,10 +211,11 @@ class Server:
                 delay = min(delay * 2, 60.0)
                 continue
             delay = 1.0
-            if got:
-                if got == batch:
-                    self._work.set()  # there may be more: another claimer of ours looks too
+            if got == batch:
+                self._work.set()  # there may be more: another claimer of ours looks too
                 continue
+            # fewer than asked for: nothing else was free then.  What frees more
+            # (rows queued, or a finished row that held others back) is notified.
             await self._wait_for_work()
 
     async def _wait_for_work(self) -> None:

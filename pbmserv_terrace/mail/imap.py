@@ -54,6 +54,20 @@ LINGER_EVERY = 0.05
 """seconds between NOOPs while lingering after mail was handled"""
 
 
+FAR = datetime.max.replace(tzinfo=UTC)
+
+
+def _fetched_uids(lines: Iterable[bytes | bytearray]) -> list[int]:
+    """The UIDs of the untagged FETCH lines of a response."""
+    out = []
+    for line in lines:
+        if isinstance(line, bytes) and line.split(b" ", 2)[1:2] == [b"FETCH"]:
+            m = _FETCH_UID.search(line)
+            if m:
+                out.append(int(m.group(1)))
+    return out
+
+
 def internaldates(lines: Iterable[bytes | bytearray]) -> dict[int, datetime]:
     """UID → INTERNALDATE from the untagged lines of a ``UID FETCH (UID INTERNALDATE)``
     (the month names are IMAP's English ones, whatever the locale)."""
@@ -114,7 +128,10 @@ class ImapInbound:
         self.deferred = 0
         self.retry_delay = 1.0
         self.dates: dict[int, datetime] = {}
-        """INTERNALDATE by UID, in this session's inbox"""
+        """INTERNALDATE by UID of the messages in this session's inbox, as far as
+        known (:meth:`_inbox`); FAR for a message whose date the server did not give"""
+        self.next_uid = 1
+        """the messages in the inbox below this UID are all in ``dates``"""
 
     async def run(self) -> None:
         self.delay = 1.0
@@ -144,7 +161,7 @@ class ImapInbound:
         """Work the inbox until shutdown (False) or until this session's OAuth2
         access token is due for renewal (True: log in again with a new one)."""
         cfg = self.config.imap
-        self.dates = {}
+        self.dates, self.next_uid = {}, 1
         for folder in (cfg.processed_folder, cfg.failed_folder):
             await ensure_folder(client, folder)
         resp = await self._do(client.select(cfg.inbox), f"select {cfg.inbox}")
@@ -282,6 +299,7 @@ class ImapInbound:
         and the next reader."""
         assert self.uidvalidity is not None
         uidvalidity = self.uidvalidity
+        full = True  # another worker may have read (and filed) since this one last did
         while True:
             rows = await queue.rows()
             stopping = self.server.stopping.is_set()
@@ -293,8 +311,8 @@ class ImapInbound:
             room = IN_FLIGHT - left
             if not stopping and room > 0 and renew_in(client) > 0:
                 queued = {r.uid for r in rows if r.uidvalidity == uidvalidity}
-                waiting = [uid for uid in await self._uids(client) if uid not in queued]
-                new = (await self._delivery_order(client, waiting))[:room]
+                new = [uid for uid in await self._inbox(client, full=full) if uid not in queued][:room]
+                full = False
                 for start in range(0, len(new), BATCH):
                     chunk = new[start : start + BATCH]
                     fetched = await self._fetch(client, chunk)
@@ -329,12 +347,13 @@ class ImapInbound:
         seen by the next UID SEARCH, every FILE_EVERY seconds at the latest."""
         cfg = self.config.imap
         taken: dict[int, asyncio.Task[Any]] = {}
+        full = True
         try:
             while True:
                 new: list[int] = []
                 if not self.server.stopping.is_set() and len(taken) < IN_FLIGHT and renew_in(client) > 0:
-                    waiting = [uid for uid in await self._uids(client) if uid not in taken]
-                    new = (await self._delivery_order(client, waiting))[:BATCH]
+                    new = [uid for uid in await self._inbox(client, full=full) if uid not in taken][:BATCH]
+                    full = False
                 if new:
                     fetched = await self._fetch(client, new)
                     new = [uid for uid in new if uid in fetched]
@@ -384,17 +403,37 @@ class ImapInbound:
                 for uid in uids:
                     del taken[uid]
 
-    async def _delivery_order(self, client: aioimaplib.IMAP4, uids: list[int]) -> list[int]:
-        """``uids`` sorted by INTERNALDATE (when the server received the mail), then
-        UID.  Dates are asked for once per message and session.  INTERNALDATE has
-        whole seconds: within one second the UID decides."""
-        unknown = [uid for uid in uids if uid not in self.dates]
-        for start in range(0, len(unknown), 500):
-            chunk = unknown[start : start + 500]
-            resp = await self._do(client.uid("fetch", ",".join(map(str, chunk)), "(UID INTERNALDATE)"), "UID FETCH INTERNALDATE")
-            self.dates.update(internaldates(resp.lines))
-        far = datetime.max.replace(tzinfo=UTC)  # a date the server did not give: after the dated ones
-        return sorted(uids, key=lambda uid: (self.dates.get(uid, far), uid))
+    async def _inbox(self, client: aioimaplib.IMAP4, *, full: bool) -> list[int]:
+        """The messages in the inbox, sorted by INTERNALDATE (when the server received
+        the mail), then UID.  ``full``: list them all (UID SEARCH), as at the start of
+        a pass; else only ask for those after the last seen UID (new messages get
+        higher UIDs, RFC 3501 2.3.1.1) with their dates, in one command.  Dates are
+        asked for once per message and session.  INTERNALDATE has whole seconds:
+        within one second the UID decides."""
+        if full:
+            uids = await self._uids(client)
+            present = set(uids)
+            self.dates = {uid: date for uid, date in self.dates.items() if uid in present}
+            unknown = [uid for uid in uids if uid not in self.dates]
+            for start in range(0, len(unknown), 500):
+                chunk = unknown[start : start + 500]
+                resp = await self._do(
+                    client.uid("fetch", ",".join(map(str, chunk)), "(UID INTERNALDATE)"), "UID FETCH INTERNALDATE"
+                )
+                self._learn_dates(resp.lines, chunk)
+            self.next_uid = max(self.next_uid, max(uids, default=0) + 1)
+        else:
+            resp = await self._do(client.uid("fetch", f"{self.next_uid}:*", "(UID INTERNALDATE)"), "UID FETCH INTERNALDATE")
+            # (n:* names the last message even when its UID is below n)
+            uids = [uid for uid in _fetched_uids(resp.lines) if uid >= self.next_uid]
+            self._learn_dates(resp.lines, uids)
+            self.next_uid = max(self.next_uid, max(uids, default=0) + 1)
+        return sorted(self.dates, key=lambda uid: (self.dates[uid], uid))
+
+    def _learn_dates(self, lines: Iterable[bytes | bytearray], uids: Iterable[int]) -> None:
+        got = internaldates(lines)
+        for uid in uids:
+            self.dates[uid] = got.get(uid, FAR)  # a date the server did not give: after the dated ones
 
     async def _fetch(self, client: aioimaplib.IMAP4, uids: list[int]) -> dict[int, bytes]:
         resp = await self._do(client.uid("fetch", ",".join(map(str, uids)), "(UID BODY.PEEK[])"), "UID FETCH")
@@ -413,6 +452,8 @@ class ImapInbound:
         missing = set(uids) - set(out)
         if missing:
             log.warning("UIDs %s vanished before they could be fetched", sorted(missing))
+            for uid in missing:
+                self.dates.pop(uid, None)
         return out
 
     async def _file(self, client: aioimaplib.IMAP4, uids: list[int], folder: str) -> None:

@@ -3,6 +3,10 @@ throttle and the failed passwords of the guessing guard, so that three ``serve``
 processes allow what one allows.  Times are wall-clock seconds (epoch): workers
 share no monotonic clock.
 
+Each function here is one statement, run in autocommit mode
+(:func:`.autocommit.autocommit`): atomic on its own, without the round trips of
+``BEGIN`` and ``COMMIT``.
+
 SQLite (one process) keeps these counts in the process (``service.guards``).
 """
 
@@ -10,9 +14,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sqlalchemy import Float, Index, Integer, String, delete, insert, select, text
+from sqlalchemy import Float, Index, Integer, String, bindparam, delete, insert, select, text
 from sqlalchemy.orm import Mapped, mapped_column
 
+from .autocommit import autocommit
 from .db import Database
 from .models import Base
 
@@ -54,8 +59,7 @@ class PasswordFailure(Base):
 
 
 _THROTTLE = text(
-    """
-WITH p AS (
+    """WITH p AS (
     SELECT CAST(:sender AS varchar) AS sender, CAST(:mid AS varchar) AS mid,
            CAST(:now AS double precision) AS now, CAST(:window AS double precision) AS win, CAST(:limit AS bigint) AS lim
 ), c AS (
@@ -85,42 +89,50 @@ async def throttle_check(db: Database, sender: str, message_id: str, now: float,
     sender are handled one at a time (their conflict keys share the sender), so
     there is no race between two of them."""
     params = {"sender": sender, "mid": message_id, "now": now, "window": WINDOW, "limit": limit}
-    async with db.engine.begin() as conn:
+    async with autocommit(db).connect() as conn:
         n, noticed, notice_of = (await conn.execute(_THROTTLE, params)).one()
     if int(n) < limit:
         return "ok"
     return "notice" if int(noticed) or notice_of == message_id else "drop"
 
 
+_FAILURES = (
+    select(PasswordFailure.userid, PasswordFailure.at)
+    .where(PasswordFailure.userid.in_(bindparam("userids", expanding=True)), PasswordFailure.at > bindparam("since"))
+    .order_by(PasswordFailure.userid, PasswordFailure.at)
+)
+_FAILED = insert(PasswordFailure).values(userid=bindparam("userid"), at=bindparam("at"))
+_SUCCEEDED = delete(PasswordFailure).where(PasswordFailure.userid == bindparam("userid"))
+_FORGET = text(
+    """WITH marks AS (DELETE FROM throttle_marks WHERE at < CAST(:marks_before AS double precision)),
+notices AS (DELETE FROM throttle_notices WHERE at < CAST(:marks_before AS double precision))
+DELETE FROM password_failures WHERE at < CAST(:failures_before AS double precision)
+"""
+)
+
+
 async def password_failures(db: Database, userids: Sequence[str], since: float) -> dict[str, list[float]]:
     """userid → times of its wrong passwords after ``since``, oldest first."""
     if not userids:
         return {}
-    stmt = (
-        select(PasswordFailure.userid, PasswordFailure.at)
-        .where(PasswordFailure.userid.in_(list(userids)), PasswordFailure.at > since)
-        .order_by(PasswordFailure.userid, PasswordFailure.at)
-    )
     out: dict[str, list[float]] = {}
-    async with db.engine.connect() as conn:
-        for userid, at in await conn.execute(stmt):
+    async with autocommit(db).connect() as conn:
+        for userid, at in await conn.execute(_FAILURES, {"userids": list(userids), "since": since}):
             out.setdefault(str(userid), []).append(float(at))
     return out
 
 
 async def password_failed(db: Database, userid: str, at: float) -> None:
-    async with db.engine.begin() as conn:
-        await conn.execute(insert(PasswordFailure).values(userid=userid, at=at))
+    async with autocommit(db).connect() as conn:
+        await conn.execute(_FAILED, {"userid": userid, "at": at})
 
 
 async def password_succeeded(db: Database, userid: str) -> None:
-    async with db.engine.begin() as conn:
-        await conn.execute(delete(PasswordFailure).where(PasswordFailure.userid == userid))
+    async with autocommit(db).connect() as conn:
+        await conn.execute(_SUCCEEDED, {"userid": userid})
 
 
 async def forget_old(db: Database, now: float, keep_failures: float) -> None:
     """Drop throttle rows older than two windows and failures older than ``keep_failures`` seconds."""
-    async with db.engine.begin() as conn:
-        await conn.execute(delete(ThrottleMark).where(ThrottleMark.at < now - 2 * WINDOW))
-        await conn.execute(delete(ThrottleNotice).where(ThrottleNotice.at < now - 2 * WINDOW))
-        await conn.execute(delete(PasswordFailure).where(PasswordFailure.at < now - keep_failures))
+    async with autocommit(db).connect() as conn:
+        await conn.execute(_FORGET, {"marks_before": now - 2 * WINDOW, "failures_before": now - keep_failures})

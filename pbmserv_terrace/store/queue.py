@@ -29,17 +29,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
+import json
 import logging
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, BigInteger, Index, Integer, LargeBinary, String, UniqueConstraint, delete, select, text, update
-from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy import JSON, BigInteger, Index, Integer, LargeBinary, String, UniqueConstraint, column, text
 from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.orm import Mapped, mapped_column
 
+from .autocommit import autocommit
 from .db import Database, utcnow
 from .models import Base
 
@@ -97,9 +98,6 @@ class Claim:
     :meth:`finish` each one (rows left unfinished stay ``ready``)."""
 
     rows: list[tuple[int, bytes]]
-    unblocks: bool = False
-    """a ready row waits for one of these (shares a key with it, or one of them may
-    touch anything): finishing them is news for the other workers"""
     outcome: dict[int, str] = field(default_factory=dict)
 
     def finish(self, row_id: int, state: str) -> None:
@@ -123,24 +121,56 @@ def claimable(rows: Sequence[tuple[int, list[str] | None]]) -> list[int]:
     return out
 
 
-def held_back(ready: Sequence[tuple[int, list[str] | None]], free: Sequence[int], mine: set[int]) -> bool:
-    """Whether a ready row not free to go shares a key with one of ``mine`` (or one
-    of the two may touch anything)."""
-    mine_keys: set[str] = set()
-    for row_id, keys in ready:
-        if row_id in mine:
-            if keys is None:
-                return len(ready) > 1
-            mine_keys.update(keys)
-    if not mine_keys:
-        return False
-    free_ids = set(free)
-    return any(keys is None or not mine_keys.isdisjoint(keys) for row_id, keys in ready if row_id not in free_ids)
-
-
 def mailbox_key(name: str) -> int:
     """A PostgreSQL advisory lock number for a mailbox name."""
     return int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "big", signed=True)
+
+
+_ADD = text(
+    f"""WITH lock AS MATERIALIZED (SELECT pg_advisory_xact_lock(:lock) AS held),
+added AS (
+    INSERT INTO inbound_queue (mailbox, uidvalidity, uid, message_id, keys, raw, state, queued_at)
+    SELECT :mailbox, :uidvalidity, m.uid, m.message_id, CAST(m.keys AS json), m.raw, '{READY}', :now
+    FROM lock, unnest(CAST(:uids AS bigint[]), CAST(:message_ids AS varchar[]), CAST(:keys AS text[]),
+                      CAST(:raws AS bytea[])) WITH ORDINALITY AS m(uid, message_id, keys, raw, n)
+    WHERE lock.held IS NOT NULL
+    ORDER BY m.n
+    ON CONFLICT (mailbox, uidvalidity, uid) DO NOTHING
+    RETURNING id
+)
+SELECT (SELECT count(*) FROM added), pg_notify('{CHANNEL}', '')
+"""
+)
+"""the reader's one statement: queue mails in order after every row committed
+before (the transaction lock on the mailbox), and wake the workers"""
+_ROWS = text("SELECT id, uidvalidity, uid, state FROM inbound_queue WHERE mailbox = :mailbox ORDER BY id")
+_FORGET = text(f"DELETE FROM inbound_queue WHERE id = ANY(CAST(:ids AS integer[])) AND state <> '{READY}'")
+_READY = text(f"SELECT id, keys FROM inbound_queue WHERE state = '{READY}' ORDER BY id").columns(
+    column("id", Integer), column("keys", JSON)
+)
+_TAKE = text(
+    f"""SELECT id, raw FROM inbound_queue
+WHERE id = ANY(CAST(:free AS integer[])) AND state = '{READY}'
+ORDER BY id LIMIT :limit FOR UPDATE SKIP LOCKED
+"""
+)
+_FINISH = text(
+    f"""WITH finished AS (
+    UPDATE inbound_queue SET state = CASE WHEN id = ANY(CAST(:failed AS integer[])) THEN '{FAILED}' ELSE '{DONE}' END
+    WHERE id = ANY(CAST(:ids AS integer[]))
+    RETURNING id, keys
+), waiting AS (
+    SELECT 1 FROM inbound_queue q, finished f
+    WHERE q.state = '{READY}' AND q.id > f.id AND q.id <> ALL(CAST(:ids AS integer[]))
+      AND (q.keys IS NULL OR f.keys IS NULL OR CAST(q.keys AS jsonb) ?| ARRAY(SELECT json_array_elements_text(f.keys)))
+    LIMIT 1
+)
+SELECT (SELECT count(*) FROM finished), CASE WHEN EXISTS (SELECT 1 FROM waiting) THEN pg_notify('{CHANNEL}', '') END
+"""
+)
+"""a claim's last statement before its commit: mark its rows finished and, when
+a later ready row waits for one of them (shares a key, or one of the two may
+touch anything), wake the workers at the commit: the rows are free then"""
 
 
 class InboundQueue:
@@ -154,38 +184,28 @@ class InboundQueue:
     async def add(self, uidvalidity: int, mails: Sequence[NewMail]) -> None:
         """Queue these mails, in this order, after every row queued before (a
         transaction lock on the mailbox keeps ids in commit order); a UID already
-        queued is left as it is.  Wakes the workers."""
+        queued is left as it is.  Wakes the workers.  One statement."""
         if not mails:
             return
-        now = utcnow()
-        async with self.db.engine.begin() as conn:
-            await conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": mailbox_key("queue:" + self.mailbox)})
-            stmt = pg_insert(QueuedMail).on_conflict_do_nothing(index_elements=["mailbox", "uidvalidity", "uid"])
-            await conn.execute(
-                stmt,
-                [
-                    {"mailbox": self.mailbox, "uidvalidity": uidvalidity, "uid": m.uid, "message_id": m.message_id[:255],
-                     "keys": None if m.keys is None else sorted(m.keys), "raw": m.raw, "state": READY, "queued_at": now}
-                    for m in mails
-                ],
-            )  # fmt: skip
-            await conn.execute(text(f"NOTIFY {CHANNEL}"))
+        params = {
+            "lock": mailbox_key("queue:" + self.mailbox), "mailbox": self.mailbox, "uidvalidity": uidvalidity,
+            "now": utcnow(), "uids": [m.uid for m in mails], "message_ids": [m.message_id[:255] for m in mails],
+            "keys": [None if m.keys is None else json.dumps(sorted(m.keys)) for m in mails], "raws": [m.raw for m in mails],
+        }  # fmt: skip
+        async with autocommit(self.db).connect() as conn:
+            await conn.execute(_ADD, params)
 
     async def rows(self) -> list[Row]:
         """This mailbox's rows (without their mails), in queue order."""
-        async with self.db.engine.connect() as conn:
-            rows = await conn.execute(
-                select(QueuedMail.id, QueuedMail.uidvalidity, QueuedMail.uid, QueuedMail.state)
-                .where(QueuedMail.mailbox == self.mailbox)
-                .order_by(QueuedMail.id)
-            )
+        async with autocommit(self.db).connect() as conn:
+            rows = await conn.execute(_ROWS, {"mailbox": self.mailbox})
             return [Row(int(r[0]), int(r[1]), int(r[2]), str(r[3])) for r in rows]
 
     async def forget(self, ids: Sequence[int]) -> None:
         """Delete filed rows."""
         if ids:
-            async with self.db.engine.begin() as conn:
-                await conn.execute(delete(QueuedMail).where(QueuedMail.id.in_(list(ids)), QueuedMail.state != READY))
+            async with autocommit(self.db).connect() as conn:
+                await conn.execute(_FORGET, {"ids": list(ids)})
 
     # ------------------------------------------------------------ the workers
     @contextlib.asynccontextmanager
@@ -198,26 +218,14 @@ class InboundQueue:
             await conn.begin()
             # every worker reads the same small table (the reader keeps at most its
             # IN_FLIGHT unfinished rows in it): which rows are free to go, by keys
-            ready = [
-                (int(r[0]), r[1])
-                for r in await conn.execute(
-                    select(QueuedMail.id, QueuedMail.keys).where(QueuedMail.state == READY).order_by(QueuedMail.id)
-                )
-            ]
+            ready = [(int(r[0]), r[1]) for r in await conn.execute(_READY)]
             free = claimable(ready)
             rows: list[tuple[int, bytes]] = []
             if free:
                 # a row finished meanwhile by another worker is skipped: FOR UPDATE
                 # re-reads its state
-                got = await conn.execute(
-                    select(QueuedMail.id, QueuedMail.raw)
-                    .where(QueuedMail.id.in_(free), QueuedMail.state == READY)
-                    .order_by(QueuedMail.id)
-                    .limit(limit)
-                    .with_for_update(skip_locked=True)
-                )
-                rows = [(int(r[0]), bytes(r[1])) for r in got]
-            claim = Claim(rows, unblocks=held_back(ready, free, {row_id for row_id, _ in rows}))
+                rows = [(int(r[0]), bytes(r[1])) for r in await conn.execute(_TAKE, {"free": free, "limit": limit})]
+            claim = Claim(rows)
             try:
                 yield claim
             except BaseException:
@@ -228,14 +236,10 @@ class InboundQueue:
 
     @staticmethod
     async def _close(conn: AsyncConnection, claim: Claim) -> None:
-        by_state: dict[str, list[int]] = {}
-        for row_id, state in claim.outcome.items():
-            if state in (DONE, FAILED):
-                by_state.setdefault(state, []).append(row_id)
-        for state, ids in by_state.items():
-            await conn.execute(update(QueuedMail).where(QueuedMail.id.in_(ids)).values(state=state))
-        if by_state and claim.unblocks:
-            await conn.execute(text(f"NOTIFY {CHANNEL}"))  # later rows may be free now
+        ids = [row_id for row_id, state in claim.outcome.items() if state in (DONE, FAILED)]
+        if ids:
+            failed = [row_id for row_id in ids if claim.outcome[row_id] == FAILED]
+            await conn.execute(_FINISH, {"ids": ids, "failed": failed})
         await conn.commit()
 
 

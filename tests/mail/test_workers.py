@@ -12,14 +12,15 @@ import threading
 import time
 from pathlib import Path
 
+import asyncpg
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import func, make_url, select
 
 from pbmserv_terrace.config import load_config
 from pbmserv_terrace.inbound import InboundMail
 from pbmserv_terrace.service import Service
 from pbmserv_terrace.store import Database, ProcessedMessage, QueuedMail
-from pbmserv_terrace.store.queue import InboundQueue, NewMail, claimable
+from pbmserv_terrace.store.queue import CHANNEL, InboundQueue, NewMail, claimable
 
 from .conftest import SERVER, ServeProcess, addr
 from .test_crash_consistency import replay, state, stream
@@ -55,10 +56,37 @@ def test_claimable_keeps_delivery_order_per_key():
     assert claimable([]) == []
 
 
+class Notices:
+    """Counts the queue's NOTIFYs (what wakes the workers' claimers)."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.conn = None
+
+    async def start(self, db: Database) -> None:
+        url = make_url(db.url)
+        self.conn = await asyncpg.connect(host=url.host, port=url.port, user=url.username, database=url.database)
+        await self.conn.add_listener(CHANNEL, lambda *_: self._seen())
+
+    def _seen(self) -> None:
+        self.count += 1
+
+    async def taken(self) -> int:
+        """How many came since the last call."""
+        await asyncio.sleep(0.3)
+        n, self.count = self.count, 0
+        return n
+
+    async def close(self) -> None:
+        await self.conn.close()
+
+
 def test_queue_claims_skip_locked_rows_and_respect_keys(pg_url):
     async def scenario() -> None:
         db = Database(pg_url)
         await db.migrate()
+        notices = Notices()
+        await notices.start(db)
         queue = InboundQueue(db, "box")
         await queue.add(
             7,
@@ -66,15 +94,19 @@ def test_queue_claims_skip_locked_rows_and_respect_keys(pg_url):
              NewMail(3, "<3@x>", frozenset({"board:1"}), b"three"), NewMail(4, "<4@x>", None, b"four")],
         )  # fmt: skip
         await queue.add(7, [NewMail(1, "<1@x>", frozenset(), b"again")])  # a UID queued once
+        assert await notices.taken() == 2  # each add wakes the workers
         async with queue.claim(1) as first:
-            assert [raw for _, raw in first.rows] == [b"one"] and first.unblocks  # 3 waits for it
+            assert [raw for _, raw in first.rows] == [b"one"]
             async with queue.claim(5) as second:  # another worker: 1 is locked, 3 waits for it, 4 for all
                 assert [raw for _, raw in second.rows] == [b"two"]
                 second.finish(second.rows[0][0], "done")
+            assert await notices.taken() == 1  # 4 waits for every earlier row
             first.finish(first.rows[0][0], "done")
+        assert await notices.taken() == 1  # 3 waited for it
         async with queue.claim(5) as third:
             assert [raw for _, raw in third.rows] == [b"three"]
             raise_inside = third.rows[0][0]
+        assert await notices.taken() == 0  # nothing finished
         # not finished (a worker that stopped, or died): still ready
         with pytest.raises(RuntimeError):
             async with queue.claim(5) as fourth:
@@ -84,13 +116,39 @@ def test_queue_claims_skip_locked_rows_and_respect_keys(pg_url):
         async with queue.claim(5) as fifth:
             assert [raw for _, raw in fifth.rows] == [b"three"]
             fifth.finish(fifth.rows[0][0], "failed")
+        assert await notices.taken() == 1
         async with queue.claim(5) as sixth:
-            assert [raw for _, raw in sixth.rows] == [b"four"] and not sixth.unblocks  # the last one
+            assert [raw for _, raw in sixth.rows] == [b"four"]
             sixth.finish(sixth.rows[0][0], "done")
+        assert await notices.taken() == 0  # the last one: nobody waits
         rows = await queue.rows()
         assert [(r.uid, r.state) for r in rows] == [(1, "done"), (2, "done"), (3, "failed"), (4, "done")]
         await queue.forget([r.id for r in rows])
         assert await queue.rows() == []
+
+        # a finished row wakes the workers only when a later ready row shares a key
+        # with it, as the rows stand when it finishes (not when it was claimed)
+        await queue.add(8, [NewMail(1, "<a@x>", frozenset({"board:a", "from:p"}), b"a"),
+                            NewMail(2, "<b@x>", frozenset({"board:b", "from:q"}), b"b")])  # fmt: skip
+        assert await notices.taken() == 1
+        async with queue.claim(5) as both:
+            assert [raw for _, raw in both.rows] == [b"a", b"b"]
+            await queue.add(8, [NewMail(3, "<c@x>", frozenset({"board:c", "from:q"}), b"c")])  # queued meanwhile
+            assert await notices.taken() == 1
+            async with queue.claim(5) as none:
+                assert none.rows == []  # c waits for b
+            for row_id, _ in both.rows:
+                both.finish(row_id, "done")
+        assert await notices.taken() == 1  # c waited for b
+        await queue.add(8, [NewMail(4, "<d@x>", frozenset({"board:d", "from:r"}), b"d")])
+        assert await notices.taken() == 1
+        async with queue.claim(1) as third:
+            assert [raw for _, raw in third.rows] == [b"c"]
+            third.finish(third.rows[0][0], "done")
+        assert await notices.taken() == 0  # d is later but shares nothing with c
+        async with queue.claim(5) as last:
+            assert [raw for _, raw in last.rows] == [b"d"]
+        await notices.close()
         await db.close()
 
     asyncio.run(scenario())
