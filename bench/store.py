@@ -127,7 +127,7 @@ async def one_move(db: Database, board: int, serial: int) -> None:
         game.ply += 1
         game.last_move_at = now
         uow.moves.add(MoveRecord(game_id=game.id, ply=game.ply, seat=1, move="C-d2-e3", auto=False, played_at=now))
-        await uow.moves.of_game(game.id, last=8)
+        await uow.moves.last_plies(game.id, 8)
         for seat in game.seats:
             uow.outbox.add(
                 OutboxMessage(

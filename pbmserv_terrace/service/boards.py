@@ -16,6 +16,7 @@ from ..render import CommentView, GameView, PlayerView, move_table, render
 from ..render.html import board_html
 from ..render.picture import picture_alt
 from ..store import Game, MoveRecord, Seat, User
+from ..store.repos import Ply
 from .args import shortened
 from .context import CommandError, Ctx, Mail
 
@@ -154,16 +155,16 @@ async def game_view(
     """The view of a board for a mail.  ``tried``: plies (seat, move) that ``pos``
     is ahead of the board by (a submitted move's preview); they end the move table
     and count in the status line."""
-    moves = (
-        await ctx.uow.moves.of_game(game.id)
-        if (last_rounds is None or upto is not None)
-        else await ctx.uow.moves.of_game(game.id, last=last_rounds * len(game.seats) + len(game.seats))
-    )
+    moves: list[MoveRecord] | list[Ply]
     if upto is not None:
-        moves = [m for m in moves if m.ply <= upto]
+        moves = [m for m in await ctx.uow.moves.of_game(game.id) if m.ply <= upto]
         pos = pos or replay(game, moves, upto)
         status = [f"Position after ply {upto} of {game.ply}."]
     else:
+        if last_rounds is None:
+            moves = await ctx.uow.moves.of_game(game.id)
+        else:  # a board mail's table: the rounds a batch read ahead
+            moves = await ctx.uow.moves.last_plies(game.id, last_rounds * len(game.seats) + len(game.seats))
         pos = pos or position(game)
         status = status_lines(game, pos, game.ply + len(tried or []))
     names = [s.user.userid for s in game.seats]

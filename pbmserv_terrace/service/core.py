@@ -243,7 +243,7 @@ class Service:
             return [await self._alone(mails[0])]
         started = time.perf_counter()
         when = now or utcnow()
-        checks: list[HandleResult | str] = [await self._precheck(mail) for mail in mails]
+        checks = await self._prechecks(mails)
         own: set[int] = set()
         """mails that get a savepoint of their own (one of their commands failed)"""
         try:
@@ -323,15 +323,29 @@ class Service:
         await uow.watchers.preload(game.id for game in games)
 
     async def _precheck(self, mail: InboundMail) -> HandleResult | str:
-        """What is decided before a transaction: a mail never answered (its
-        result), else the throttle's verdict."""
-        why = never_answer(mail, self.config.server.address)
-        if why:
-            log.info("not answered: %s (from %r, %s)", why, mail.sender, mail.message_id)
-            return HandleResult("ignored", why)
-        if not is_valid_address(mail.sender):
-            return HandleResult("ignored", f"unusable sender address {mail.sender[:80]!r}")
-        return await self.throttle.check(mail.sender.lower(), mail.message_id, time.monotonic())
+        return (await self._prechecks([mail]))[0]
+
+    async def _prechecks(self, mails: list[InboundMail]) -> list[HandleResult | str]:
+        """What is decided before a transaction, per mail: a mail never answered
+        (its result), else the throttle's verdict (asked once for them all)."""
+        checks: list[HandleResult | str] = []
+        asked: list[int] = []
+        for mail in mails:
+            why = never_answer(mail, self.config.server.address)
+            if why:
+                log.info("not answered: %s (from %r, %s)", why, mail.sender, mail.message_id)
+                checks.append(HandleResult("ignored", why))
+            elif not is_valid_address(mail.sender):
+                checks.append(HandleResult("ignored", f"unusable sender address {mail.sender[:80]!r}"))
+            else:
+                asked.append(len(checks))
+                checks.append("")
+        verdicts = await self.throttle.check_many(
+            [(mails[i].sender.lower(), mails[i].message_id) for i in asked], time.monotonic()
+        )
+        for i, verdict in zip(asked, verdicts, strict=True):
+            checks[i] = verdict
+        return checks
 
     async def _handle(self, mail: InboundMail, now: datetime, verdict: str, *, check_seen: bool = True) -> HandleResult:
         async with UnitOfWork(self.db) as uow:
@@ -486,13 +500,14 @@ class Service:
                 self._error(ctx, cmd, exc, cmd.text)
                 return exc.reason
             return None
-        savepoint = await ctx.uow.session.begin_nested()
+        savepoint = await ctx.uow.savepoint()
         try:
             await fn(ctx, cmd)
             await ctx.uow.flush()
         except CommandError as exc:
             await savepoint.rollback()
             ctx.uow.forget()
+            ctx.uow.drop_queued()
             ctx.forget_subscribers()
             del ctx.out[mark:]
             self._error(ctx, cmd, exc, cmd.text)

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import String, and_, cast, delete, func, insert, or_, select, update
+from sqlalchemy import Integer, String, and_, bindparam, cast, delete, func, insert, or_, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import joinedload, selectinload
@@ -26,6 +27,59 @@ from .models import (
     User,
 )
 
+# The statements every board mail runs, built once: building a statement (its
+# clauses, coercions and cache key) cost more than running it on SQLite.
+_USER = select(User).where(User.userid == bindparam("userid"))
+_USERS = select(User).where(User.userid.in_(bindparam("userids", expanding=True)))
+_GAME = (
+    select(Game)
+    .where(Game.game_type == bindparam("game_type"), Game.board_number == bindparam("number"))
+    .options(joinedload(Game.seats))  # one round trip: the game, its seats and their users
+)
+_GAME_LOCKED = _GAME.with_for_update(of=Game).execution_options(populate_existing=True)
+_GAMES_OF_TYPE = (
+    # (type = ? AND number IN …): SQLite uses the board index for that, not for a
+    # row-value IN over both columns (a scan of every game)
+    select(Game)
+    .where(Game.game_type == bindparam("game_type"), Game.board_number.in_(bindparam("numbers", expanding=True)))
+    .options(joinedload(Game.seats))
+    .order_by(Game.id)
+    .execution_options(populate_existing=True)
+)
+_GAMES_OF_TYPE_LOCKED = _GAMES_OF_TYPE.with_for_update(of=Game)
+_PLY_COLUMNS = (MoveRecord.game_id, MoveRecord.ply, MoveRecord.seat, MoveRecord.move, MoveRecord.auto)
+_LAST_PLIES = (
+    select(*_PLY_COLUMNS)
+    .where(MoveRecord.game_id == bindparam("game_id"))
+    .order_by(MoveRecord.ply.desc())
+    .limit(bindparam("last", type_=Integer))
+)
+_PLIES = select(MoveRecord).where(MoveRecord.game_id == bindparam("game_id")).order_by(MoveRecord.ply)
+_RECENT_PLIES = (
+    select(*_PLY_COLUMNS)
+    .join(Game, Game.id == MoveRecord.game_id)
+    .where(
+        MoveRecord.game_id.in_(bindparam("game_ids", expanding=True)),
+        MoveRecord.ply > Game.ply - bindparam("depth", type_=Integer),
+    )
+    .order_by(MoveRecord.game_id, MoveRecord.ply)
+)
+_SUBSCRIBERS = (
+    select(User)
+    .join(Subscription, Subscription.user_id == User.id)
+    .where(Subscription.game_id == bindparam("game_id"))
+    .order_by(User.userid)
+)
+_SUBSCRIBERS_OF = (
+    select(Subscription.game_id, User)
+    .join(User, Subscription.user_id == User.id)
+    .where(Subscription.game_id.in_(bindparam("game_ids", expanding=True)))
+    .order_by(User.userid)
+)
+_NOTIFIERS = (
+    select(User).join(Notifier, Notifier.user_id == User.id).where(Notifier.game_id == bindparam("game_id")).order_by(User.userid)
+)
+
 
 class Users:
     def __init__(self, session: AsyncSession) -> None:
@@ -37,13 +91,13 @@ class Users:
         found = self.loaded.get(userid.lower())
         if found is not None:
             return found
-        return (await self.s.execute(select(User).where(User.userid == userid.lower()))).scalar_one_or_none()
+        return (await self.s.execute(_USER, {"userid": userid.lower()})).scalar_one_or_none()
 
     async def preload(self, userids: Iterable[str]) -> None:
         """Read these users in one query; :meth:`get` then answers from memory."""
         wanted = sorted({u.lower() for u in userids} - self.loaded.keys())
         if wanted:
-            for user in (await self.s.execute(select(User).where(User.userid.in_(wanted)))).scalars():
+            for user in (await self.s.execute(_USERS, {"userids": wanted})).scalars():
                 self.loaded[user.userid] = user
 
     def remember(self, users: Iterable[User]) -> None:
@@ -136,14 +190,8 @@ class Games:
         found = self.loaded.get((game_type, board_number))
         if found is not None:
             return found
-        stmt = (
-            select(Game)
-            .where(Game.game_type == game_type, Game.board_number == board_number)
-            .options(joinedload(Game.seats))  # one round trip: the game, its seats and their users
-        )
-        if lock:
-            stmt = stmt.with_for_update(of=Game).execution_options(populate_existing=True)
-        return (await self.s.execute(stmt)).unique().scalar_one_or_none()
+        params = {"game_type": game_type, "number": board_number}
+        return (await self.s.execute(_GAME_LOCKED if lock else _GAME, params)).unique().scalar_one_or_none()
 
     async def preload(self, boards: Iterable[tuple[str, int]], *, lock: bool) -> list[Game]:
         """Read these boards with their seats and players in one query (with
@@ -155,18 +203,18 @@ class Games:
         by_type: dict[str, list[int]] = {}
         for game_type, number in wanted:
             by_type.setdefault(game_type, []).append(number)
-        # (type = ? AND number IN …) per type: SQLite uses the board index for that,
-        # not for a row-value IN over both columns (a scan of every game)
-        stmt = (
-            select(Game)
-            .where(or_(*(and_(Game.game_type == t, Game.board_number.in_(ns)) for t, ns in by_type.items())))
-            .options(joinedload(Game.seats))
-            .order_by(Game.id)
-            .execution_options(populate_existing=True)
-        )
-        if lock:
-            stmt = stmt.with_for_update(of=Game)
-        games = list((await self.s.execute(stmt)).unique().scalars())
+        if len(by_type) == 1:
+            ((game_type, numbers),) = by_type.items()
+            stmt = _GAMES_OF_TYPE_LOCKED if lock else _GAMES_OF_TYPE
+            result = await self.s.execute(stmt, {"game_type": game_type, "numbers": numbers})
+        else:  # boards of several game types: (type = ? AND number IN …) OR …
+            clauses = (and_(Game.game_type == t, Game.board_number.in_(ns)) for t, ns in by_type.items())
+            stmt = (
+                select(Game).where(or_(*clauses)).options(joinedload(Game.seats)).order_by(Game.id)
+                .execution_options(populate_existing=True)
+            )  # fmt: skip
+            result = await self.s.execute(stmt.with_for_update(of=Game) if lock else stmt)
+        games = list(result.unique().scalars())
         for game in games:
             self.loaded[(game.game_type, game.board_number)] = game
         return games
@@ -238,55 +286,81 @@ class Games:
         await self.s.delete(game)
 
 
+@dataclass(frozen=True, slots=True)
+class Ply:
+    """A ply as a board mail's move table shows it: read as plain rows, not ORM
+    objects (a batch reads ahead several per board)."""
+
+    game_id: int
+    ply: int
+    seat: int
+    move: str
+    auto: bool
+
+
 class Moves:
+    """The plies of games.  A new ply is queued and written with the rest of its
+    transaction's rows at :meth:`write` (the Unit of Work's flush or commit), in one
+    INSERT for a whole batch; every read of the table here writes what is queued first."""
+
     def __init__(self, session: AsyncSession) -> None:
         self.s = session
-        self.recent: dict[int, list[MoveRecord]] = {}
+        self.recent: dict[int, list[Ply]] = {}
         """game id → its latest plies, in order, read ahead by a batch (:meth:`preload`)
         and kept up to date by :meth:`add` and :meth:`delete_from`"""
+        self.queued: list[dict[str, Any]] = []
 
     def add(self, record: MoveRecord) -> None:
-        self.s.add(record)
+        """A new ply of a board already written (it has its id): ``record`` stays
+        out of the session, its row is queued."""
+        self.queued.append(
+            {"game_id": record.game_id, "ply": record.ply, "seat": record.seat, "move": record.move,
+             "auto": bool(record.auto), "played_at": record.played_at}
+        )  # fmt: skip
         recent = self.recent.get(record.game_id)
         if recent is not None:
             if recent and recent[-1].ply != record.ply - 1:
                 del self.recent[record.game_id]  # not the next ply: read from the table again
             else:
-                recent.append(record)
+                recent.append(Ply(record.game_id, record.ply, record.seat, record.move, bool(record.auto)))
+
+    async def write(self) -> None:
+        if self.queued:
+            rows, self.queued = self.queued, []
+            await self.s.execute(insert(MoveRecord), rows)
 
     async def preload(self, games: Sequence[Game], depth: int) -> None:
         """The last ``depth`` plies of each of ``games`` in one query."""
         plies = {g.id: g.ply for g in games if g.id not in self.recent}
         if not plies:
             return
-        stmt = (
-            select(MoveRecord)
-            .join(Game, Game.id == MoveRecord.game_id)
-            .where(MoveRecord.game_id.in_(list(plies)), MoveRecord.ply > Game.ply - depth)
-            .order_by(MoveRecord.game_id, MoveRecord.ply)
-        )
-        found: dict[int, list[MoveRecord]] = {game_id: [] for game_id in plies}
-        for record in (await self.s.execute(stmt)).scalars():
-            found[record.game_id].append(record)
+        await self.write()
+        found: dict[int, list[Ply]] = {game_id: [] for game_id in plies}
+        for row in await self.s.execute(_RECENT_PLIES, {"game_ids": list(plies), "depth": depth}):
+            found[row[0]].append(Ply(*row))
         for game_id, records in found.items():
             # kept only when they are the game's plies up to its current one
             if (records[-1].ply if records else 0) == plies[game_id]:
                 self.recent[game_id] = records
 
-    async def of_game(self, game_id: int, *, last: int | None = None) -> list[MoveRecord]:
-        """The move list in ply order; with ``last`` only the final ``last`` plies."""
+    async def last_plies(self, game_id: int, last: int) -> list[Ply]:
+        """The final ``last`` plies, in ply order."""
         recent = self.recent.get(game_id)
-        if last is not None and recent is not None and (len(recent) >= last or (recent and recent[0].ply == 1)):
+        if recent is not None and (len(recent) >= last or (recent and recent[0].ply == 1)):
             return recent[-last:] if last else []
-        stmt = select(MoveRecord).where(MoveRecord.game_id == game_id)
-        if last is not None:
-            stmt = stmt.order_by(MoveRecord.ply.desc()).limit(last)
-            return sorted((await self.s.execute(stmt)).scalars(), key=lambda m: m.ply)
-        return list((await self.s.execute(stmt.order_by(MoveRecord.ply))).scalars())
+        await self.write()
+        rows = await self.s.execute(_LAST_PLIES, {"game_id": game_id, "last": last})
+        return sorted((Ply(*row) for row in rows), key=lambda p: p.ply)
+
+    async def of_game(self, game_id: int) -> list[MoveRecord]:
+        """The move list in ply order."""
+        await self.write()
+        return list((await self.s.execute(_PLIES, {"game_id": game_id})).scalars())
 
     async def delete_from(self, game_id: int, ply: int) -> None:
         """Remove plies ``ply`` and later (undo)."""
         self.recent.pop(game_id, None)
+        await self.write()
         await self.s.execute(delete(MoveRecord).where(MoveRecord.game_id == game_id, MoveRecord.ply >= ply))
 
 
@@ -303,14 +377,8 @@ class Watchers:
         wanted = sorted(set(game_ids) - self.loaded.keys())
         if not wanted:
             return
-        stmt = (
-            select(Subscription.game_id, User)
-            .join(User, Subscription.user_id == User.id)
-            .where(Subscription.game_id.in_(wanted))
-            .order_by(User.userid)
-        )
         found: dict[int, list[User]] = {game_id: [] for game_id in wanted}
-        for game_id, user in (await self.s.execute(stmt)).all():
+        for game_id, user in (await self.s.execute(_SUBSCRIBERS_OF, {"game_ids": wanted})).all():
             if game_id is not None:
                 found[game_id].append(user)
         self.loaded.update(found)
@@ -318,8 +386,7 @@ class Watchers:
     async def subscribers(self, game_id: int) -> list[User]:
         if game_id in self.loaded:
             return list(self.loaded[game_id])
-        stmt = select(User).join(Subscription, Subscription.user_id == User.id).where(Subscription.game_id == game_id)
-        return list((await self.s.execute(stmt.order_by(User.userid))).scalars())
+        return list((await self.s.execute(_SUBSCRIBERS, {"game_id": game_id})).scalars())
 
     async def subscription(self, game_type: str, game_id: int | None, user_id: int) -> Subscription | None:
         """A user's subscription to one board, or with ``game_id`` None to all future boards."""
@@ -340,8 +407,7 @@ class Watchers:
         return list((await self.s.execute(stmt.order_by(User.userid))).scalars())
 
     async def notifiers(self, game_id: int) -> list[User]:
-        stmt = select(User).join(Notifier, Notifier.user_id == User.id).where(Notifier.game_id == game_id)
-        return list((await self.s.execute(stmt.order_by(User.userid))).scalars())
+        return list((await self.s.execute(_NOTIFIERS, {"game_id": game_id})).scalars())
 
     async def notifier(self, game_id: int, user_id: int) -> Notifier | None:
         stmt = select(Notifier).where(Notifier.game_id == game_id, Notifier.user_id == user_id)
@@ -435,7 +501,7 @@ class Inbound:
     async def write(self) -> None:
         if self.queued:
             rows, self.queued = self.queued, []
-            await self.s.execute(insert(ProcessedMessage.__table__), rows)
+            await self.s.execute(insert(ProcessedMessage), rows)
 
 
 class Outbox:
@@ -462,7 +528,7 @@ class Outbox:
     async def write(self) -> None:
         if self.queued:
             rows, self.queued = self.queued, []
-            await self.s.execute(insert(OutboxMessage.__table__), rows)
+            await self.s.execute(insert(OutboxMessage), rows)
 
     async def claim(self, now: datetime, limit: int = 20, skip_recipients: Iterable[str] = ()) -> list[OutboxMessage]:
         """Pending replies due now, oldest first, locked until this transaction ends

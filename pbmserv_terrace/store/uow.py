@@ -45,8 +45,6 @@ class UnitOfWork:
         """several mails share this transaction, each in its own savepoint"""
         self._stack = contextlib.AsyncExitStack()
         self._mail: AsyncSessionTransaction | None = None
-        self._marks = (0, 0)
-        """how many replies and processed ids were queued when the mail in hand began"""
 
     async def __aenter__(self) -> UnitOfWork:
         self.session = await self._stack.enter_async_context(self.db.session())
@@ -65,14 +63,25 @@ class UnitOfWork:
         """A mail of a batch begins; with ``savepoint`` it gets its own, so that
         :meth:`undo_mail` can undo it alone.  Without one, its changes are
         written with the whole batch's at commit (one flush, set-based)."""
-        self._marks = len(self.outbox.queued), len(self.inbound.queued)
         if self.batch and savepoint:
-            self._mail = await self.session.begin_nested()
+            self._mail = await self.savepoint()
 
     async def end_mail(self) -> None:
         if self._mail is not None:
             await self._mail.commit()
             self._mail = None
+
+    async def savepoint(self) -> AsyncSessionTransaction:
+        """A savepoint, with everything queued so far written before it: what is
+        queued after it is dropped (:meth:`drop_queued`) when it is rolled back."""
+        await self.flush()
+        return await self.session.begin_nested()
+
+    def drop_queued(self) -> None:
+        """Forget the rows queued since the last flush (their work was undone)."""
+        self.moves.queued.clear()
+        self.outbox.queued.clear()
+        self.inbound.queued.clear()
 
     async def undo_mail(self) -> None:
         """Undo what the mail in hand changed and go on in a clean state: back to
@@ -81,15 +90,14 @@ class UnitOfWork:
         if self._mail is not None:
             await self._mail.rollback()
             self.forget()
-            del self.outbox.queued[self._marks[0] :], self.inbound.queued[self._marks[1] :]
+            self.drop_queued()
             self._mail = await self.session.begin_nested()
             return
         if self.batch:
             raise MailUndo()
         await self.session.rollback()
         self.forget()
-        self.outbox.queued.clear()
-        self.inbound.queued.clear()
+        self.drop_queued()
         await self.session.begin()
 
     def forget(self) -> None:
@@ -103,6 +111,7 @@ class UnitOfWork:
 
     async def flush(self) -> None:
         await self.session.flush()
+        await self.moves.write()
         await self.outbox.write()
         await self.inbound.write()
 
