@@ -28,6 +28,7 @@ from pathlib import Path
 
 from sqlalchemy import update
 
+from pbmserv_terrace.app import heap
 from pbmserv_terrace.config import load_config
 from pbmserv_terrace.inbound import InboundMail
 from pbmserv_terrace.rules import format_move, start_position
@@ -57,6 +58,7 @@ def sequences(moves_per_game: int) -> list[list[str]]:
 async def measure(name: str, url: str, sizes: list[int], moves: int, batches: list[int]) -> list[float]:
     db = Database(url)
     await db.migrate()
+    heap.settle()  # as serve does once it has started
     # the bench plays each player far faster than the per-sender limit allows
     cfg = load_config(None, {"PBMSERV_DATABASE_URL": url, "PBMSERV_ADDRESS": "pbmserv@bench.test",
                              "PBMSERV_SERVER_RATE_LIMIT_PER_MINUTE": "1000000"})  # fmt: skip

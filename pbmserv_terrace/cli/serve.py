@@ -15,6 +15,7 @@ from email.utils import formatdate, make_msgid, parseaddr
 
 import aiosmtplib
 
+from ..app import heap
 from ..app.server import Server
 from ..config import Config, SmtpConfig
 from ..gametypes import GAME_TYPES
@@ -28,6 +29,7 @@ from .pidfile import PID_FILE, remove_pid, running_pid, write_pid
 
 def cmd_serve(args: argparse.Namespace) -> int:
     cfg = config_from_args(args)
+    heap.settle()
 
     async def run() -> None:
         server = Server(cfg)
