@@ -39,6 +39,10 @@ class Throttle:
         """``now``: time.monotonic()."""
         return self.check_now(sender, now)
 
+    async def check_many(self, mails: Sequence[tuple[str, str]], now: float) -> list[str]:
+        """:meth:`check` for several mails (sender, Message-ID), in order."""
+        return [await self.check(sender, message_id, now) for sender, message_id in mails]
+
     def check_now(self, sender: str, now: float) -> str:
         times = self._times.setdefault(sender, collections.deque())
         while times and times[0] <= now - 60:
@@ -136,6 +140,13 @@ class SharedThrottle(Throttle):
         self._forgotten = 0.0
 
     async def check(self, sender: str, message_id: str, now: float) -> str:
+        return (await self.check_many([(sender, message_id)], now))[0]
+
+    async def check_many(self, mails: Sequence[tuple[str, str]], now: float) -> list[str]:
+        """One statement for a batch's mails when their senders differ (a batch's
+        mails never share a sender in ``serve``), else one at a time."""
+        if len({sender for sender, _ in mails}) != len(mails):
+            return await super().check_many(mails, now)
         wall = _wall(now)
         if wall - self._forgotten > FORGET_EVERY:
             self._forgotten = wall
@@ -143,7 +154,7 @@ class SharedThrottle(Throttle):
                 await shared.forget_old(self.db, wall, keep_failures=2 * 3600.0)
             except Exception:
                 log.warning("could not clear old throttle counts", exc_info=True)
-        return await shared.throttle_check(self.db, sender, message_id, wall, self.per_minute)
+        return await shared.throttle_check_many(self.db, mails, wall, self.per_minute)
 
 
 class SharedGuessGuard(GuessGuard):

@@ -261,3 +261,47 @@ def test_a_mails_password_outcomes_count_once_and_when_final() -> None:
     assert guard.locked_for("zed", 1010.0) == journal.locked_for("zed", 1010.0) > 0
     journal.succeeded("zed")
     assert journal.locked_for("zed", 1010.0) == 0
+
+
+@pytest.mark.parametrize("kind", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def test_a_batch_asks_the_throttle_once_and_hears_what_one_by_one_hears(kind: str, request: pytest.FixtureRequest) -> None:
+    """Senders over the per-minute limit, in batches (never two mails of one sender
+    in a batch, as serve forms them): each mail's verdict (played, the one notice,
+    dropped) is what it is one by one; on PostgreSQL the shared counts are asked in
+    one statement per batch."""
+    from pbmserv_terrace.store import counters
+
+    urls = [None, None] if kind == "sqlite" else [request.getfixturevalue("pg_cluster").create_database() for _ in range(2)]
+    alone, together = Harness(urls[0]), Harness(urls[1])
+    asked: list[int] = []
+    real = counters.throttle_check_many
+
+    async def counted(db, mails, now, limit):  # type: ignore[no-untyped-def]
+        asked.append(len(mails))
+        return await real(db, mails, now, limit)
+
+    monkeypatch = pytest.MonkeyPatch()
+    monkeypatch.setattr(counters, "throttle_check_many", counted)
+    try:
+        for h in (alone, together):
+            h.service.throttle.per_minute = 2
+        rounds = [
+            [raw_mail(f"p{i}@players.test", "help", message_id=f"<t{r}.{i}@players.test>") for i in range(4)] for r in range(4)
+        ]
+        one_by_one = [
+            alone.loop.run_until_complete(alone.service.handle_mail(parse_message(m), now=NOW)) for b in rounds for m in b
+        ]
+        asked.clear()
+        batched: list[HandleResult | Exception] = []
+        for batch in rounds:
+            batched += together.loop.run_until_complete(together.service.handle_batch([parse_message(m) for m in batch], now=NOW))
+        statuses = [r.status if isinstance(r, HandleResult) else repr(r) for r in batched]
+        assert statuses == [r.status for r in one_by_one]
+        assert statuses == ["ok"] * 8 + ["throttled"] * 8
+        notices = [r.replies for r in batched[8:] if isinstance(r, HandleResult)]
+        assert notices == [1] * 4 + [0] * 4  # one notice per sender, then silence
+        assert asked == ([] if kind == "sqlite" else [4, 4, 4, 4])
+    finally:
+        monkeypatch.undo()
+        alone.close()
+        together.close()
