@@ -16,6 +16,7 @@ stay queued in their order.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import logging
 import time
@@ -24,14 +25,16 @@ from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, cast
+from typing import cast
 
 from sqlalchemy import Table, bindparam, text, update
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from ..config import Config
 from ..mail.delivery import Delivery, PermanentFailure, Throttled
 from ..mail.message import Outgoing
 from ..store import Database, OutboxMessage, utcnow
+from ..store.autocommit import autocommit
 from ..store.repos import Outbox
 from .compose import to_outgoing
 
@@ -40,63 +43,65 @@ log = logging.getLogger("pbmserv.outbound")
 THROTTLE_MAX = 900.0
 """seconds: the longest pause after the provider asked us to slow down"""
 
-LEASE_MIN = timedelta(minutes=5)
-"""PostgreSQL: how long a claim keeps its rows from other workers, at least
-(``10 × smtp.timeout`` when that is longer); renewed before a reply when half of
-it is gone, and left to run out by a worker that died"""
-
 COMPOSER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="compose")
 """where replies are composed and serialised (:func:`~.compose.to_outgoing`)"""
 
 _OUTBOX = cast(Table, OutboxMessage.__table__)
-_OUTCOME_SET: dict[str, Any] = {
-    "state": bindparam("o_state"),
-    "attempts": bindparam("o_attempts"),
-    "next_attempt_at": bindparam("o_due"),
-    "sent_at": bindparam("o_sent_at"),
-    "last_error": bindparam("o_error"),
-}
-_OUTCOME = update(_OUTBOX).where(_OUTBOX.c.id == bindparam("o_id")).values(_OUTCOME_SET)
-"""a reply's outcome (SQLite: one process, no leases)"""
-_LEASED_OUTCOME = (
+_OUTCOME = (
     update(_OUTBOX)
-    .where(_OUTBOX.c.id == bindparam("o_id"), _OUTBOX.c.next_attempt_at == bindparam("o_lease"))
-    .values(_OUTCOME_SET)
-)
-"""a reply's outcome, written only while this worker's lease on it holds"""
+    .where(_OUTBOX.c.id == bindparam("o_id"))
+    .values(state=bindparam("o_state"), attempts=bindparam("o_attempts"), next_attempt_at=bindparam("o_due"),
+            sent_at=bindparam("o_sent_at"), last_error=bindparam("o_error"))
+)  # fmt: skip
+"""SQLite: the outcomes of a group (executemany)"""
 
-_LEASE = text(
-    """
-WITH picked AS (
-    SELECT o.id, o.next_attempt_at AS due FROM outbox o
+LEASE_KEY = 1_329_746_008
+"""PostgreSQL: a reply being sent is held by a session advisory lock (LEASE_KEY,
+row id) of its worker's outbox connection"""
+_CLAIMS_KEY = int.from_bytes(hashlib.sha256(b"pbmserv outbox claims").digest()[:8], "big", signed=True)
+_CLAIMS_LOCK = text("SELECT pg_advisory_lock(:key)")
+_CLAIMS_UNLOCK = text("SELECT pg_advisory_unlock(:key)")
+_CLAIM = text(
+    f"""
+WITH held AS MATERIALIZED (
+    SELECT CAST(objid AS bigint) AS id FROM pg_locks
+    WHERE locktype = 'advisory' AND classid = {LEASE_KEY} AND objsubid = 2 AND granted
+), busy AS MATERIALIZED (
+    SELECT DISTINCT lower(h.recipient) AS recipient FROM outbox h JOIN held ON h.id = held.id
+), picked AS (
+    SELECT o.id FROM outbox o
     WHERE o.state = 'pending' AND o.next_attempt_at <= :now
-      AND lower(o.recipient) <> ALL(CAST(:busy AS varchar[]))
-      AND NOT EXISTS (
-          SELECT 1 FROM outbox e
-          WHERE e.state = 'pending' AND e.next_attempt_at > :now AND e.next_attempt_at <= :lease
-            AND e.id < o.id AND lower(e.recipient) = lower(o.recipient))
-    ORDER BY o.id
+      AND lower(o.recipient) NOT IN (SELECT recipient FROM busy)
+    ORDER BY o.next_attempt_at, o.id
     LIMIT :limit
     FOR UPDATE OF o SKIP LOCKED
 )
-UPDATE outbox SET next_attempt_at = :lease FROM picked WHERE outbox.id = picked.id
-RETURNING outbox.*, picked.due AS lease_due
+SELECT outbox.*, pg_try_advisory_lock({LEASE_KEY}, outbox.id) AS leased FROM outbox JOIN picked ON outbox.id = picked.id
 """
 )
-"""PostgreSQL's claim, one statement: due rows, oldest first (by id: a lease that
-ran out has moved its rows' due times), leased until ``:lease`` (their
-``next_attempt_at``, which other workers' claims skip).  A recipient with an
-earlier reply leased (or due within a lease) is left out, so several workers keep
-each recipient's order."""
-_CLAIM_KEY = int.from_bytes(hashlib.sha256(b"pbmserv outbox claims").digest()[:8], "big", signed=True)
-_CLAIM_LOCK = text("SELECT pg_advisory_xact_lock(:key)")
-_RENEW = text(
-    """
-UPDATE outbox SET next_attempt_at = :lease
-WHERE id = ANY(CAST(:ids AS integer[])) AND next_attempt_at = :held AND state = 'pending'
-RETURNING id
+"""PostgreSQL's claim: due replies, oldest first, none held by a worker (its
+lease) nor to a recipient one is held for, each leased by this worker as it is
+taken.  Claims run one at a time (``_CLAIMS_KEY``), so each sees the leases of the
+ones before it."""
+_OUTCOMES = text(
+    f"""
+WITH o AS (
+    SELECT * FROM unnest(CAST(:ids AS integer[]), CAST(:states AS varchar[]), CAST(:attempts AS integer[]),
+                         CAST(:dues AS timestamp[]), CAST(:sent AS timestamp[]), CAST(:errors AS text[]))
+             AS o(id, state, attempts, due, sent_at, error)
+), written AS (
+    UPDATE outbox SET state = o.state, attempts = o.attempts, next_attempt_at = o.due, sent_at = o.sent_at,
+                      last_error = o.error
+    FROM o WHERE outbox.id = o.id
+    RETURNING outbox.id
+)
+SELECT count(pg_advisory_unlock({LEASE_KEY}, id)) FROM written
 """
 )
+"""PostgreSQL: a group's outcomes, and their leases ended, in one statement (an
+implicit transaction: the rows stay locked by the UPDATE until it commits, and a
+claim skips locked rows)"""
+_RELEASE = text(f"SELECT count(pg_advisory_unlock({LEASE_KEY}, id)) FROM unnest(CAST(:ids AS integer[])) AS t(id)")
 
 
 def backoff(attempts: int, base: float = 60.0) -> timedelta:
@@ -112,15 +117,6 @@ class DrainResult:
     throttled: int = 0
 
 
-@dataclass
-class _Claim:
-    """What :meth:`OutboxSenders.step` claimed: the rows, oldest first, and (on
-    PostgreSQL) the lease they are held with, ``None`` on SQLite."""
-
-    rows: list[OutboxMessage]
-    lease: datetime | None = None
-
-
 class OutboxSenders:
     """Senders of the outbox, as many at once as the delivery has connections.
 
@@ -134,15 +130,14 @@ class OutboxSenders:
 
     On SQLite (one process) the claim is a plain read, so mail processing never
     waits for the network; outcomes take the writer lock once per group, not once
-    per reply.  On PostgreSQL the claim is one short statement that leases its
-    rows (``next_attempt_at`` moved a lease ahead, :data:`LEASE_MIN`): other
-    workers' claims skip them without a transaction held open while sending, and
-    a worker that dies leaves them to be tried again once the lease ran out.  An
-    outcome is written only while the lease holds (its ``next_attempt_at`` is the
-    lease), and writes back the row's own due time (its place in the queue) unless
-    the reply is to be retried later; rows claimed but not tried (a pause began)
-    are given back the same way.  So several workers never send the same reply at
-    once.
+    per reply.  On PostgreSQL a worker leases what it claims: a session advisory
+    lock per reply (:data:`LEASE_KEY`) on one connection of its own, which holds no
+    transaction open while replies are sent.  Other workers' claims leave out the
+    leased replies and their recipients; a group's outcomes are written and their
+    leases ended in one statement.  A worker that dies (or loses that connection)
+    loses its leases with it, and its replies are claimed again at once; so
+    several workers never send the same reply at once, and a crash re-sends only
+    the replies that were in flight.
 
     Sending is held back (nothing claimed, the queue keeps its order) while the
     provider's "slow down" pause lasts or ``smtp.max_per_minute`` replies went out
@@ -162,7 +157,6 @@ class OutboxSenders:
         self.size = max(1, getattr(delivery, "size", 1))
         self.result = DrainResult()
         self.clock = clock
-        self.lease = max(LEASE_MIN, timedelta(seconds=10 * config.smtp.timeout))
         self.groups = 0
         """outcome transactions committed"""
         self._busy: set[str] = set()
@@ -170,8 +164,12 @@ class OutboxSenders:
         self._sent_at: deque[float] = deque()
         self._paused_until = 0.0
         self._throttles = 0
-        self._outcomes: list[tuple[dict[str, Any], asyncio.Future[None]]] = []
+        self._outcomes: list[tuple[OutboxMessage, asyncio.Future[None]]] = []
         self._writer: asyncio.Task[None] | None = None
+        self._conn: AsyncConnection | None = None
+        """PostgreSQL: the connection holding this worker's leases (while it holds any)"""
+        self._using = asyncio.Lock()
+        self._leased = 0
 
     # ------------------------------------------------------------ holding back
     def allowance(self) -> int:
@@ -202,18 +200,13 @@ class OutboxSenders:
             if not allowed:
                 return 0, True
             left_out = bool(self._busy) or allowed < self.batch
-            claim = await self._claim(now or utcnow(), allowed)
-            mine = {row.recipient.lower() for row in claim.rows}
+            rows = await self._claim(now or utcnow(), allowed)
+            mine = {row.recipient.lower() for row in rows}
             self._busy.update(mine)
         tried = 0
         ahead: dict[int, asyncio.Future[Outgoing]] = {}
         try:
-            rows = claim.rows
             while rows and self.clock() >= self._paused_until:
-                if claim.lease is not None and utcnow() > claim.lease - self.lease / 2:
-                    rows = await self._renew(claim, rows, now)
-                    if not rows:
-                        break
                 row, rows = rows[0], rows[1:]
                 tried += 1
                 message = ahead.pop(row.id, None) or self._compose(row)
@@ -227,9 +220,13 @@ class OutboxSenders:
                     if row.state == "sent":
                         self._throttles = 0
                         self._sent_at.append(self.clock())
-                await self._commit([row], claim.lease)
-            if rows and claim.lease is not None:
-                await self._commit(rows, claim.lease)  # not tried (a pause began): given back as they were
+                await self._commit(row)
+            if rows and not self.db.is_sqlite:
+                await self._release(rows)  # not tried (a pause began): for any worker again
+        except BaseException:
+            if not self.db.is_sqlite:
+                await self._lost()
+            raise
         finally:
             self._busy.difference_update(mine)
         return tried, left_out
@@ -243,60 +240,60 @@ class OutboxSenders:
         future.add_done_callback(_quiet)  # a message composed ahead and not sent (a pause) is dropped
         return future
 
-    async def _claim(self, now: datetime, limit: int) -> _Claim:
+    async def _claim(self, now: datetime, limit: int) -> list[OutboxMessage]:
         if self.db.is_sqlite:
             async with self.db.reading() as reader:
                 rows = await Outbox(reader).claim(now, limit, self._busy)
                 reader.expunge_all()  # kept as read (the read's rollback would expire them)
-            return _Claim(rows)
-        lease = now + self.lease
-        async with self.db.session() as session:
-            # claims one at a time across workers: the claim below then sees every
-            # lease committed before it (in one statement it would see the rows as
-            # they were when it began, and could pass a recipient's earlier reply
-            # that another claim is taking that moment)
-            await session.execute(_CLAIM_LOCK, {"key": _CLAIM_KEY})
-            found = (
-                (await session.execute(_LEASE, {"now": now, "lease": lease, "limit": limit, "busy": sorted(self._busy)}))
-                .mappings()
-                .all()
-            )
-            await session.commit()
-        rows = []
-        for found_row in sorted(found, key=lambda r: int(r["id"])):
-            values = {c.name: found_row[c.name] for c in _OUTBOX.columns}
-            values["next_attempt_at"] = found_row["lease_due"]  # its place in the queue, written back with the outcome
-            rows.append(OutboxMessage(**values))
-        return _Claim(rows, lease)
+            return rows
+        async with self._using:
+            if self._conn is None:
+                self._conn = await autocommit(self.db).connect()
+            conn = self._conn
+            await conn.execute(_CLAIMS_LOCK, {"key": _CLAIMS_KEY})
+            try:
+                found = (await conn.execute(_CLAIM, {"now": now, "limit": limit})).mappings().all()
+            finally:
+                await conn.execute(_CLAIMS_UNLOCK, {"key": _CLAIMS_KEY})
+            rows = [OutboxMessage(**{c.name: r[c.name] for c in _OUTBOX.columns}) for r in found if r["leased"]]
+            self._leased += len(rows)
+            await self._let_go()
+        return sorted(rows, key=lambda r: (r.next_attempt_at, r.id))
 
-    async def _renew(self, claim: _Claim, rows: list[OutboxMessage], now: datetime | None) -> list[OutboxMessage]:
-        """Extend the lease of the claim's rows not sent yet (those another worker
-        took after the lease ran out are dropped)."""
-        assert claim.lease is not None
-        lease = (now or utcnow()) + self.lease
-        async with self.db.session() as session:
-            params = {"ids": [r.id for r in rows], "held": claim.lease, "lease": lease}
-            kept = set((await session.execute(_RENEW, params)).scalars())
-            await session.commit()
-        claim.lease = lease
-        return [r for r in rows if r.id in kept]
+    async def _release(self, rows: Sequence[OutboxMessage]) -> None:
+        """End the leases of claimed rows that were not tried."""
+        async with self._using:
+            assert self._conn is not None
+            await self._conn.execute(_RELEASE, {"ids": [r.id for r in rows]})
+            self._leased -= len(rows)
+            await self._let_go()
+
+    async def _let_go(self) -> None:
+        """Give the leases' connection back to the pool while it holds none."""
+        if self._conn is not None and self._leased == 0:
+            conn, self._conn = self._conn, None
+            await conn.close()
+
+    async def _lost(self) -> None:
+        """After a failure: close the leases' connection (not back to the pool),
+        which ends every lease of this worker; its senders' outcomes then fail too,
+        and the replies go again."""
+        conn, self._conn, self._leased = self._conn, None, 0
+        if conn is not None:
+            with contextlib.suppress(Exception):
+                await conn.invalidate()
+            with contextlib.suppress(Exception):
+                await conn.close()
 
     # ------------------------------------------------------ the group commit
-    async def _commit(self, rows: Sequence[OutboxMessage], lease: datetime | None) -> None:
-        """Hand these rows' outcomes to the group commit and wait until the
-        transaction that writes them has committed."""
-        loop = asyncio.get_running_loop()
-        waits = []
-        for row in rows:
-            future: asyncio.Future[None] = loop.create_future()
-            values = {"o_id": row.id, "o_state": row.state, "o_attempts": row.attempts, "o_due": row.next_attempt_at,
-                      "o_sent_at": row.sent_at, "o_error": row.last_error, "o_lease": lease}  # fmt: skip
-            self._outcomes.append((values, future))
-            waits.append(future)
+    async def _commit(self, row: OutboxMessage) -> None:
+        """Hand ``row``'s outcome to the group commit and wait until the
+        transaction that writes it has committed."""
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._outcomes.append((row, future))
         if self._writer is None or self._writer.done():
             self._writer = asyncio.create_task(self._write_outcomes())
-        for future in waits:
-            await future
+        await future
 
     async def _write_outcomes(self) -> None:
         """Write what is waiting, one transaction each time, until nothing is."""
@@ -305,7 +302,7 @@ class OutboxSenders:
                 await asyncio.sleep(0)
             group, self._outcomes = self._outcomes, []
             try:
-                await self._write([values for values, _ in group])
+                await self._write([row for row, _ in group])
             except asyncio.CancelledError:
                 for _, future in group:
                     future.cancel()
@@ -320,16 +317,24 @@ class OutboxSenders:
                 if not future.done():
                     future.set_result(None)
 
-    async def _write(self, outcomes: list[dict[str, Any]]) -> None:
-        leased = [o for o in outcomes if o["o_lease"] is not None]
-        plain = [o for o in outcomes if o["o_lease"] is None]
-        async with self.db.session() as session:
-            await session.begin()
-            if plain:
-                await session.execute(_OUTCOME, plain)
-            if leased:
-                await session.execute(_LEASED_OUTCOME, leased)
-            await session.commit()
+    async def _write(self, rows: list[OutboxMessage]) -> None:
+        if self.db.is_sqlite:
+            async with self.db.session() as session:
+                await session.begin()
+                outcomes = [{"o_id": r.id, "o_state": r.state, "o_attempts": r.attempts, "o_due": r.next_attempt_at,
+                             "o_sent_at": r.sent_at, "o_error": r.last_error} for r in rows]  # fmt: skip
+                await session.execute(_OUTCOME, outcomes)
+                await session.commit()
+            return
+        columns = {"ids": [r.id for r in rows], "states": [r.state for r in rows], "attempts": [r.attempts for r in rows],
+                   "dues": [r.next_attempt_at for r in rows], "sent": [r.sent_at for r in rows],
+                   "errors": [r.last_error for r in rows]}  # fmt: skip
+        async with self._using:
+            if self._conn is None:
+                raise ConnectionError("the outbox lost its leases' connection")
+            await self._conn.execute(_OUTCOMES, columns)
+            self._leased -= len(rows)
+            await self._let_go()
 
     async def drain(self, now: datetime | None = None) -> DrainResult:
         """Send every due reply once (all senders until nothing is left or
