@@ -300,35 +300,47 @@ class ImapInbound:
         assert self.uidvalidity is not None
         uidvalidity = self.uidvalidity
         full = True  # another worker may have read (and filed) since this one last did
-        while True:
-            rows = await queue.rows()
-            stopping = self.server.stopping.is_set()
-            if stopping:
-                await self.server.claims_finished()
-                rows = await queue.rows()
-            left = await self._file_finished(client, queue, rows, uidvalidity)
-            added = 0
-            room = IN_FLIGHT - left
-            if not stopping and room > 0 and renew_in(client) > 0:
-                queued = {r.uid for r in rows if r.uidvalidity == uidvalidity}
-                new = [uid for uid in await self._inbox(client, full=full) if uid not in queued][:room]
-                full = False
-                for start in range(0, len(new), BATCH):
-                    chunk = new[start : start + BATCH]
-                    fetched = await self._fetch(client, chunk)
-                    mails = [NewMail(uid, *self.server.describe(fetched[uid]), fetched[uid]) for uid in chunk if uid in fetched]
-                    await queue.add(uidvalidity, mails)
-                    added += len(mails)
-            if stopping or not (added or left):
-                return
-            if not added:
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self.server.stopping.wait(), timeout=FILE_EVERY)
+        filed: list[int] = []
+        """rows whose messages were filed: deleted with the next look at the rows"""
+        try:
+            while True:
+                rows = await queue.rows(forget=filed)
+                filed = []
+                stopping = self.server.stopping.is_set()
+                if stopping:
+                    await self.server.claims_finished()
+                    rows = await queue.rows()
+                left, filed = await self._file_finished(client, rows, uidvalidity)
+                added = 0
+                room = IN_FLIGHT - left
+                if not stopping and room > 0 and renew_in(client) > 0:
+                    queued = {r.uid for r in rows if r.uidvalidity == uidvalidity}
+                    new = [uid for uid in await self._inbox(client, full=full) if uid not in queued][:room]
+                    full = False
+                    for start in range(0, len(new), BATCH):
+                        chunk = new[start : start + BATCH]
+                        fetched = await self._fetch(client, chunk)
+                        mails = [
+                            NewMail(uid, *self.server.describe(fetched[uid]), fetched[uid]) for uid in chunk if uid in fetched
+                        ]
+                        await queue.add(uidvalidity, mails)
+                        added += len(mails)
+                if stopping or not (added or left):
+                    return
+                if not added:
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(self.server.stopping.wait(), timeout=FILE_EVERY)
+        finally:
+            if filed:
+                # (if this fails, the rows stay finished: the next reader files them
+                # again, which moves nothing, and deletes them)
+                with contextlib.suppress(Exception):
+                    await queue.forget(filed)
 
-    async def _file_finished(self, client: aioimaplib.IMAP4, queue: InboundQueue, rows: list[Row], uidvalidity: int) -> int:
-        """File the finished rows' messages and delete those rows (rows of an older
-        UIDVALIDITY are deleted unfiled: their UIDs mean nothing now); how many of
-        this mailbox's rows are still unfinished."""
+    async def _file_finished(self, client: aioimaplib.IMAP4, rows: list[Row], uidvalidity: int) -> tuple[int, list[int]]:
+        """File the finished rows' messages; how many of this mailbox's rows are
+        still unfinished, and the rows to delete now (rows of an older UIDVALIDITY
+        are deleted unfiled: their UIDs mean nothing now)."""
         folders = {DONE: self.config.imap.processed_folder, FAILED: self.config.imap.failed_folder}
         stale = [r.id for r in rows if r.state != READY and r.uidvalidity != uidvalidity]
         for state, folder in folders.items():
@@ -336,8 +348,7 @@ class ImapInbound:
             if these:
                 await self._file(client, [r.uid for r in these], folder)
                 stale += [r.id for r in these]
-        await queue.forget(stale)
-        return sum(1 for r in rows if r.state == READY)
+        return sum(1 for r in rows if r.state == READY), stale
 
     async def _drain_locked(self, client: aioimaplib.IMAP4) -> None:
         """Until the inbox is empty: fetch what is new (BATCH at a time, at most

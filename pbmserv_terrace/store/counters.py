@@ -60,23 +60,25 @@ class PasswordFailure(Base):
 
 _THROTTLE = text(
     """WITH p AS (
-    SELECT CAST(:sender AS varchar) AS sender, CAST(:mid AS varchar) AS mid,
-           CAST(:now AS double precision) AS now, CAST(:window AS double precision) AS win, CAST(:limit AS bigint) AS lim
+    SELECT m.sender, m.mid, m.n, CAST(:now AS double precision) AS now
+    FROM unnest(CAST(:senders AS varchar[]), CAST(:mids AS varchar[])) WITH ORDINALITY AS m(sender, mid, n)
 ), c AS (
-    SELECT count(*) AS n FROM throttle_marks, p
-    WHERE throttle_marks.sender = p.sender AND at > p.now - p.win AND message_id <> p.mid
+    SELECT p.*, (SELECT count(*) FROM throttle_marks t
+                 WHERE t.sender = p.sender AND t.at > p.now - CAST(:window AS double precision) AND t.message_id <> p.mid) AS seen
+    FROM p
 ), mark AS (
     INSERT INTO throttle_marks (message_id, sender, at)
-    SELECT p.mid, p.sender, p.now FROM c, p WHERE c.n < p.lim
+    SELECT c.mid, c.sender, c.now FROM c WHERE c.seen < CAST(:limit AS bigint)
     ON CONFLICT (message_id) DO NOTHING
 ), note AS (
     INSERT INTO throttle_notices (sender, message_id, at)
-    SELECT p.sender, p.mid, p.now FROM c, p WHERE c.n >= p.lim
+    SELECT c.sender, c.mid, c.now FROM c WHERE c.seen >= CAST(:limit AS bigint)
     ON CONFLICT (sender) DO UPDATE SET message_id = excluded.message_id, at = excluded.at
     WHERE throttle_notices.at <= excluded.at - CAST(:window AS double precision)
-    RETURNING 1
+    RETURNING sender
 )
-SELECT c.n, (SELECT count(*) FROM note), (SELECT t.message_id FROM throttle_notices t, p WHERE t.sender = p.sender) FROM c
+SELECT c.seen, c.sender IN (SELECT sender FROM note), (SELECT t.message_id FROM throttle_notices t WHERE t.sender = c.sender)
+FROM c ORDER BY c.n
 """
 )
 
@@ -88,12 +90,23 @@ async def throttle_check(db: Database, sender: str, message_id: str, now: float,
     redone after a crash neither counts twice nor loses its notice).  Mails of one
     sender are handled one at a time (their conflict keys share the sender), so
     there is no race between two of them."""
-    params = {"sender": sender, "mid": message_id, "now": now, "window": WINDOW, "limit": limit}
+    return (await throttle_check_many(db, [(sender, message_id)], now, limit))[0]
+
+
+async def throttle_check_many(db: Database, mails: Sequence[tuple[str, str]], now: float, limit: int) -> list[str]:
+    """:func:`throttle_check` for mails (sender, Message-ID) of different senders
+    (as a batch's mails are: they never share a sender), in one statement."""
+    if len({sender for sender, _ in mails}) != len(mails):
+        raise ValueError("one mail per sender")
+    if not mails:
+        return []
+    params = {"senders": [m[0] for m in mails], "mids": [m[1] for m in mails], "now": now, "window": WINDOW, "limit": limit}
     async with autocommit(db).connect() as conn:
-        n, noticed, notice_of = (await conn.execute(_THROTTLE, params)).one()
-    if int(n) < limit:
-        return "ok"
-    return "notice" if int(noticed) or notice_of == message_id else "drop"
+        rows = (await conn.execute(_THROTTLE, params)).all()
+    return [
+        "ok" if int(seen) < limit else "notice" if noticed or notice_of == mid else "drop"
+        for (seen, noticed, notice_of), (_, mid) in zip(rows, mails, strict=True)
+    ]
 
 
 _FAILURES = (

@@ -21,6 +21,12 @@ mail had committed.  The reader files the message on the IMAP server (moves it
 to ``processed``/``failed``) once its row is finished, and only then deletes the
 row.
 
+Round trips: the reader queues a fetch in one statement (:data:`_ADD`) and looks
+at the rows in one (:data:`_ROWS`, deleting the rows it filed since); a claim is
+``BEGIN``, one statement that picks and locks its rows (:data:`_CLAIM`, the rule
+of :func:`claimable` in SQL), one that marks them finished and wakes the workers
+if a later row waited for them (:data:`_FINISH`), and ``COMMIT``.
+
 SQLite has one process and never uses this table.
 """
 
@@ -36,7 +42,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, BigInteger, Index, Integer, LargeBinary, String, UniqueConstraint, column, text
+from sqlalchemy import JSON, BigInteger, Index, Integer, LargeBinary, String, UniqueConstraint, text
 from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.orm import Mapped, mapped_column
 
@@ -107,7 +113,8 @@ class Claim:
 def claimable(rows: Sequence[tuple[int, list[str] | None]]) -> list[int]:
     """Of the unfinished rows (id, keys) in delivery order, those no earlier one
     holds back: none shares a key with them, and no ``None`` row comes first (a
-    ``None`` row itself only when it is the first)."""
+    ``None`` row itself only when it is the first).  The rule a claim applies in
+    SQL (``_CLAIM``); tests hold the two to each other."""
     out: list[int] = []
     taken: set[str] = set()
     for n, (row_id, keys) in enumerate(rows):
@@ -143,17 +150,31 @@ SELECT (SELECT count(*) FROM added), pg_notify('{CHANNEL}', '')
 )
 """the reader's one statement: queue mails in order after every row committed
 before (the transaction lock on the mailbox), and wake the workers"""
-_ROWS = text("SELECT id, uidvalidity, uid, state FROM inbound_queue WHERE mailbox = :mailbox ORDER BY id")
+_ROWS = text(
+    f"""WITH filed AS (DELETE FROM inbound_queue WHERE id = ANY(CAST(:forget AS integer[])) AND state <> '{READY}')
+SELECT id, uidvalidity, uid, state FROM inbound_queue
+WHERE mailbox = :mailbox AND id <> ALL(CAST(:forget AS integer[])) ORDER BY id"""
+)
+"""the reader's look at the rows, deleting those it filed since the last look"""
 _FORGET = text(f"DELETE FROM inbound_queue WHERE id = ANY(CAST(:ids AS integer[])) AND state <> '{READY}'")
-_READY = text(f"SELECT id, keys FROM inbound_queue WHERE state = '{READY}' ORDER BY id").columns(
-    column("id", Integer), column("keys", JSON)
+_CLAIM = text(
+    f"""WITH ready AS (SELECT id, keys FROM inbound_queue WHERE state = '{READY}'),
+lists AS (SELECT id, keys FROM ready WHERE json_typeof(keys) = 'array'),
+keyed AS (SELECT lists.id, k.key FROM lists, json_array_elements_text(lists.keys) AS k(key)),
+held AS (
+    SELECT keyed.id FROM keyed JOIN (SELECT key, min(id) AS first FROM keyed GROUP BY key) f USING (key)
+    WHERE keyed.id > f.first
+),
+edge AS (SELECT min(id) AS first, min(id) FILTER (WHERE keys IS NULL OR json_typeof(keys) <> 'array') AS anything FROM ready)
+SELECT q.id, q.raw FROM inbound_queue q, edge
+WHERE q.state = '{READY}' AND q.id NOT IN (SELECT id FROM held)
+  AND (edge.anything IS NULL OR q.id < edge.anything OR q.id = edge.first)
+ORDER BY q.id LIMIT :limit FOR UPDATE OF q SKIP LOCKED"""
 )
-_TAKE = text(
-    f"""SELECT id, raw FROM inbound_queue
-WHERE id = ANY(CAST(:free AS integer[])) AND state = '{READY}'
-ORDER BY id LIMIT :limit FOR UPDATE SKIP LOCKED
-"""
-)
+"""the ready rows no earlier ready row holds back (:func:`claimable`, in SQL: a
+row none of whose keys an earlier row has, before any row that may touch
+anything, or that row when it is the first), locked; a row locked by another
+claimer is skipped, and one finished meanwhile too (FOR UPDATE re-reads its state)"""
 _FINISH = text(
     f"""WITH finished AS (
     UPDATE inbound_queue SET state = CASE WHEN id = ANY(CAST(:failed AS integer[])) THEN '{FAILED}' ELSE '{DONE}' END
@@ -195,10 +216,11 @@ class InboundQueue:
         async with autocommit(self.db).connect() as conn:
             await conn.execute(_ADD, params)
 
-    async def rows(self) -> list[Row]:
-        """This mailbox's rows (without their mails), in queue order."""
+    async def rows(self, forget: Sequence[int] = ()) -> list[Row]:
+        """This mailbox's rows (without their mails), in queue order; first the
+        finished rows ``forget`` are deleted (filed), in the same statement."""
         async with autocommit(self.db).connect() as conn:
-            rows = await conn.execute(_ROWS, {"mailbox": self.mailbox})
+            rows = await conn.execute(_ROWS, {"mailbox": self.mailbox, "forget": list(forget)})
             return [Row(int(r[0]), int(r[1]), int(r[2]), str(r[3])) for r in rows]
 
     async def forget(self, ids: Sequence[int]) -> None:
@@ -217,15 +239,8 @@ class InboundQueue:
         async with self.db.engine.connect() as conn:
             await conn.begin()
             # every worker reads the same small table (the reader keeps at most its
-            # IN_FLIGHT unfinished rows in it): which rows are free to go, by keys
-            ready = [(int(r[0]), r[1]) for r in await conn.execute(_READY)]
-            free = claimable(ready)
-            rows: list[tuple[int, bytes]] = []
-            if free:
-                # a row finished meanwhile by another worker is skipped: FOR UPDATE
-                # re-reads its state
-                rows = [(int(r[0]), bytes(r[1])) for r in await conn.execute(_TAKE, {"free": free, "limit": limit})]
-            claim = Claim(rows)
+            # IN_FLIGHT unfinished rows in it)
+            claim = Claim([(int(r[0]), bytes(r[1])) for r in await conn.execute(_CLAIM, {"limit": limit})])
             try:
                 yield claim
             except BaseException:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import asyncpg
 import pytest
-from sqlalchemy import func, make_url, select
+from sqlalchemy import delete, func, make_url, select
 
 from pbmserv_terrace.config import load_config
 from pbmserv_terrace.inbound import InboundMail
@@ -149,6 +149,50 @@ def test_queue_claims_skip_locked_rows_and_respect_keys(pg_url):
         async with queue.claim(5) as last:
             assert [raw for _, raw in last.rows] == [b"d"]
         await notices.close()
+        await db.close()
+
+    asyncio.run(scenario())
+
+
+def test_a_claim_takes_what_claimable_allows(pg_url):
+    """The claim's SQL applies the rule of :func:`claimable`: on random queues
+    (shared keys, mails that may touch anything, finished rows among them, rows
+    another claimer holds), it takes exactly the rows the rule lets go."""
+
+    async def scenario() -> None:
+        db = Database(pg_url)
+        await db.migrate()
+        queue = InboundQueue(db, "box")
+        rng = random.Random(5)
+        pool = [f"board:{n}" for n in range(6)] + [f"from:{c}" for c in "abcd"]
+        for round_ in range(40):
+            mails = []
+            for uid in range(1, rng.randint(1, 14)):
+                kind = rng.random()
+                keys = None if kind < 0.08 else frozenset() if kind < 0.12 else frozenset(rng.sample(pool, rng.randint(1, 3)))
+                mails.append(NewMail(uid, f"<{round_}.{uid}@x>", keys, f"{round_}.{uid}".encode()))
+            await queue.add(round_, mails)
+            rows = await queue.rows()
+            done = [r.id for r in rows if rng.random() < 0.25]
+            if done:
+                async with queue.claim(0) as finisher:  # (claims nothing; finishes what it is told)
+                    for row_id in done:
+                        finisher.finish(row_id, "done")
+            async with db.engine.connect() as conn:
+                ready = [
+                    (r[0], r[1])
+                    for r in await conn.execute(select(QueuedMail.id, QueuedMail.keys).where(QueuedMail.state == "ready").order_by(QueuedMail.id))
+                ]  # fmt: skip
+            want = claimable(ready)
+            async with queue.claim(1) as other:  # another worker holds the first free row
+                assert [row_id for row_id, _ in other.rows] == want[:1]
+                async with queue.claim(100) as claim:
+                    assert [row_id for row_id, _ in claim.rows] == want[1:], (ready, want)
+            # the reader's next look deletes what it filed (finished rows only) and leaves it out
+            assert await queue.rows(forget=[r.id for r in rows]) == []
+            assert [r.id for r in await queue.rows()] == [r.id for r in rows if r.id not in done]
+            async with db.engine.begin() as conn:
+                await conn.execute(delete(QueuedMail))
         await db.close()
 
     asyncio.run(scenario())
