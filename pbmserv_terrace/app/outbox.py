@@ -169,7 +169,8 @@ class OutboxSenders:
         self._conn: AsyncConnection | None = None
         """PostgreSQL: the connection holding this worker's leases (while it holds any)"""
         self._using = asyncio.Lock()
-        self._leased = 0
+        self._leased: set[int] = set()
+        """PostgreSQL: the replies leased on ``_conn``"""
 
     # ------------------------------------------------------------ holding back
     def allowance(self) -> int:
@@ -256,21 +257,22 @@ class OutboxSenders:
             finally:
                 await conn.execute(_CLAIMS_UNLOCK, {"key": _CLAIMS_KEY})
             rows = [OutboxMessage(**{c.name: r[c.name] for c in _OUTBOX.columns}) for r in found if r["leased"]]
-            self._leased += len(rows)
+            self._leased.update(r.id for r in rows)
             await self._let_go()
         return sorted(rows, key=lambda r: (r.next_attempt_at, r.id))
 
     async def _release(self, rows: Sequence[OutboxMessage]) -> None:
         """End the leases of claimed rows that were not tried."""
         async with self._using:
-            assert self._conn is not None
-            await self._conn.execute(_RELEASE, {"ids": [r.id for r in rows]})
-            self._leased -= len(rows)
+            ids = [r.id for r in rows if r.id in self._leased]
+            if self._conn is not None and ids:  # (none: they went with a lost connection)
+                await self._conn.execute(_RELEASE, {"ids": ids})
+            self._leased.difference_update(ids)
             await self._let_go()
 
     async def _let_go(self) -> None:
         """Give the leases' connection back to the pool while it holds none."""
-        if self._conn is not None and self._leased == 0:
+        if self._conn is not None and not self._leased:
             conn, self._conn = self._conn, None
             await conn.close()
 
@@ -278,7 +280,8 @@ class OutboxSenders:
         """After a failure: close the leases' connection (not back to the pool),
         which ends every lease of this worker; its senders' outcomes then fail too,
         and the replies go again."""
-        conn, self._conn, self._leased = self._conn, None, 0
+        conn, self._conn = self._conn, None
+        self._leased.clear()
         if conn is not None:
             with contextlib.suppress(Exception):
                 await conn.invalidate()
@@ -330,10 +333,10 @@ class OutboxSenders:
                    "dues": [r.next_attempt_at for r in rows], "sent": [r.sent_at for r in rows],
                    "errors": [r.last_error for r in rows]}  # fmt: skip
         async with self._using:
-            if self._conn is None:
-                raise ConnectionError("the outbox lost its leases' connection")
+            if self._conn is None or not self._leased.issuperset(r.id for r in rows):
+                raise ConnectionError("the outbox lost its leases' connection: the replies go again")
             await self._conn.execute(_OUTCOMES, columns)
-            self._leased -= len(rows)
+            self._leased.difference_update(r.id for r in rows)
             await self._let_go()
 
     async def drain(self, now: datetime | None = None) -> DrainResult:
