@@ -251,11 +251,15 @@ class OutboxSenders:
             if self._conn is None:
                 self._conn = await autocommit(self.db).connect()
             conn = self._conn
-            await conn.execute(_CLAIMS_LOCK, {"key": _CLAIMS_KEY})
             try:
-                found = (await conn.execute(_CLAIM, {"now": now, "limit": limit})).mappings().all()
-            finally:
-                await conn.execute(_CLAIMS_UNLOCK, {"key": _CLAIMS_KEY})
+                await conn.execute(_CLAIMS_LOCK, {"key": _CLAIMS_KEY})
+                try:
+                    found = (await conn.execute(_CLAIM, {"now": now, "limit": limit})).mappings().all()
+                finally:
+                    await conn.execute(_CLAIMS_UNLOCK, {"key": _CLAIMS_KEY})
+            except BaseException:
+                await self._lost()  # a connection in doubt holds no leases
+                raise
             rows = [OutboxMessage(**{c.name: r[c.name] for c in _OUTBOX.columns}) for r in found if r["leased"]]
             self._leased.update(r.id for r in rows)
             await self._let_go()
