@@ -34,6 +34,7 @@ from .guards import dummy_hash, guess_guard_for, throttle_for
 from .passwords import PasswordCache
 from .registry import Registry, build_registry
 from .replies import error_mail, merge_for_sender, queue_replies
+from .replykeys import SECRET_NAME
 from .robots import RobotTurn
 
 log = logging.getLogger("pbmserv.service")
@@ -238,9 +239,8 @@ class Service:
         try of the batch.  If anything else goes wrong (a crash in a handler, a
         Message-ID seen before, a lost connection), the batch is rolled back and
         its mails run again one by one, so one bad mail never costs the others.
-        Per mail: its result, or the exception it raised alone."""
-        if len(mails) == 1:
-            return [await self._alone(mails[0])]
+        Per mail: its result, or the exception it raised alone.  A lone mail
+        takes the same way (its undo is then a rollback, not a savepoint)."""
         started = time.perf_counter()
         when = now or utcnow()
         checks = await self._prechecks(mails)
@@ -254,7 +254,11 @@ class Service:
                 except _Redo as redo:
                     own.add(redo.index)
         except Exception as exc:
-            log.warning("a batch of %d mails failed (%s: %s); running them one by one", len(mails), type(exc).__name__, exc)
+            log.log(
+                logging.WARNING if len(mails) > 1 else logging.INFO,
+                "a batch of %d mails failed (%s: %s); running them one by one",
+                len(mails), type(exc).__name__, exc,
+            )  # fmt: skip
             return [
                 check if isinstance(check, HandleResult) else await self._alone(mail, check)
                 for mail, check in zip(mails, checks, strict=True)
@@ -275,7 +279,8 @@ class Service:
         savepoints of their own; a command error in any other raises _Redo."""
         results: list[HandleResult] = []
         contexts: list[Ctx] = []
-        async with UnitOfWork(self.db, batch=True) as uow:
+        # a lone mail needs no savepoints: its undo is a rollback (UnitOfWork.undo_mail)
+        async with UnitOfWork(self.db, batch=len(mails) > 1) as uow:
             robots.watch_games(uow.session)
             await self._preload(uow, [m for m, c in zip(mails, checks, strict=True) if isinstance(c, str)])
             for index, (mail, check) in enumerate(zip(mails, checks, strict=True)):
@@ -315,6 +320,8 @@ class Service:
                     userids.add(cmd.words[1])
         if not boards:
             return
+        # read before any change, so that no handler's first read of it flushes
+        await uow.secrets.get(SECRET_NAME)
         games = await uow.games.preload(boards, lock=not self.db.is_sqlite)
         uow.users.remember(seat.user for game in games for seat in game.seats)
         await uow.users.preload(userids)

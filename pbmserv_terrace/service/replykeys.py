@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import hashlib
 import hmac
 import struct
 from dataclasses import dataclass
@@ -53,7 +52,7 @@ def _payload(game_type: str, board: int, user_id: int, ply: int) -> bytes:
 
 
 def _mac(secret: bytes, payload: bytes, generation: int) -> bytes:
-    return hmac.new(secret, payload + generation.to_bytes(8, "big", signed=True), hashlib.sha256).digest()[:MAC_BYTES]
+    return hmac.digest(secret, payload + generation.to_bytes(8, "big", signed=True), "sha256")[:MAC_BYTES]
 
 
 def make_key(secret: bytes, game_type: str, board: int, user_id: int, ply: int, generation: int) -> str:

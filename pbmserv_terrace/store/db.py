@@ -12,7 +12,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
-from collections.abc import AsyncIterator
+import json
+from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -50,8 +51,19 @@ def normalise_url(url: str) -> str:
     return parsed.render_as_string(hide_password=False)
 
 
+_EMPTY_JSON: dict[str, Callable[[], Any]] = {"[]": list, "{}": dict}
+
+
+def json_loads(text: str) -> Any:
+    """The JSON columns' reader: most values are empty (no votes, no queued
+    moves, no options), and a fresh empty list or dict costs far less than a parse."""
+    empty = _EMPTY_JSON.get(text)
+    return empty() if empty is not None else json.loads(text)
+
+
 def make_engine(url: str, **kwargs: Any) -> AsyncEngine:
     url = normalise_url(url)
+    kwargs.setdefault("json_deserializer", json_loads)
     if url.startswith("sqlite"):
         database = make_url(url).database or ":memory:"
         # statements run on the loop's thread, not one aiosqlite hop each (store/inline.py)
