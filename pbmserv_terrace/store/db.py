@@ -136,6 +136,9 @@ class Database:
         self.is_sqlite = self.engine.dialect.name == "sqlite"
         self.sessions = async_sessionmaker(self.engine, expire_on_commit=False, autoflush=True)
         self._writer = asyncio.Lock() if self.is_sqlite else None
+        self._read_options: dict[str, Any] = {READ_ONLY: True}
+        if not self.is_sqlite:
+            self._read_options["isolation_level"] = "AUTOCOMMIT"
 
     async def migrate(self, revision: str = "head") -> None:
         """Upgrade the schema (creating the SQLite file if needed)."""
@@ -178,7 +181,9 @@ class Database:
         """A session for a short read that may run beside the writer (it never
         waits for SQLite's write lock); rolled back at the end."""
         async with self.sessions() as session:
-            await session.connection(execution_options={READ_ONLY: True})
+            # PostgreSQL: each statement on its own (read committed sees a fresh
+            # snapshot per statement anyway), without the BEGIN and ROLLBACK round trips
+            await session.connection(execution_options=self._read_options)
             try:
                 yield session
             finally:
