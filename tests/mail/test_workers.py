@@ -201,13 +201,14 @@ def test_a_claim_takes_what_claimable_allows(pg_url):
 # ------------------------------------------------------- killed, three times over
 @pytest.mark.reliability
 def test_three_workers_sigkilled_during_a_stream_exactly_once(serve_factory, relay, dovecot, pg_cluster, tmp_path):
-    """500 mails from 20 players in 50 games; three workers on one mailbox and one
+    """700 mails from 20 players in 50 games; three workers on one mailbox and one
     PostgreSQL database; one of them, at random, is killed with SIGKILL (and
     restarted) thirty times while the stream is handled.  Afterwards the database
     equals an in-process replay of the stream in delivery order (so each board's
     moves were applied once each, in order), every mail was filed, nothing failed,
     and every reply was queued once and sent."""
-    mails = stream(seed=13)
+    # (long enough for twenty kills and more: with 500 mails the stream was done after 14-18)
+    mails = stream(seed=13, total=700)
     url = pg_cluster.create_database().replace("postgresql+asyncpg", "postgresql")
     for i in range(20):
         dovecot.add_user(f"p{i:02d}@players.test", "x")
@@ -218,7 +219,7 @@ def test_three_workers_sigkilled_during_a_stream_exactly_once(serve_factory, rel
     kills = 0
     restarting: dict[int, threading.Thread] = {}
     while kills < 30 and dovecot.fetch_all(SERVER):
-        time.sleep(rng.uniform(0.1, 0.4))
+        time.sleep(rng.uniform(0.1, 0.3))
         up = [k for k in range(3) if k not in restarting or not restarting[k].is_alive()]
         if len(up) < 2:
             continue  # two restarting: the third works on (and the next kill waits)
