@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 import logging
 import time
 from collections import deque
@@ -25,15 +24,13 @@ from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import cast
 
-from sqlalchemy import Table, bindparam, text, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from ..config import Config
 from ..mail.delivery import Delivery, PermanentFailure, Throttled
 from ..mail.message import Outgoing
-from ..store import Database, OutboxMessage, utcnow
+from ..store import Database, OutboxMessage, leases, utcnow
 from ..store.autocommit import autocommit
 from ..store.repos import Outbox
 from .compose import to_outgoing
@@ -45,63 +42,6 @@ THROTTLE_MAX = 900.0
 
 COMPOSER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="compose")
 """where replies are composed and serialised (:func:`~.compose.to_outgoing`)"""
-
-_OUTBOX = cast(Table, OutboxMessage.__table__)
-_OUTCOME = (
-    update(_OUTBOX)
-    .where(_OUTBOX.c.id == bindparam("o_id"))
-    .values(state=bindparam("o_state"), attempts=bindparam("o_attempts"), next_attempt_at=bindparam("o_due"),
-            sent_at=bindparam("o_sent_at"), last_error=bindparam("o_error"))
-)  # fmt: skip
-"""SQLite: the outcomes of a group (executemany)"""
-
-LEASE_KEY = 1_329_746_008
-"""PostgreSQL: a reply being sent is held by a session advisory lock (LEASE_KEY,
-row id) of its worker's outbox connection"""
-_CLAIMS_KEY = int.from_bytes(hashlib.sha256(b"pbmserv outbox claims").digest()[:8], "big", signed=True)
-_CLAIMS_LOCK = text("SELECT pg_advisory_lock(:key)")
-_CLAIMS_UNLOCK = text("SELECT pg_advisory_unlock(:key)")
-_CLAIM = text(
-    f"""
-WITH held AS MATERIALIZED (
-    SELECT CAST(objid AS bigint) AS id FROM pg_locks
-    WHERE locktype = 'advisory' AND classid = {LEASE_KEY} AND objsubid = 2 AND granted
-), busy AS MATERIALIZED (
-    SELECT DISTINCT lower(h.recipient) AS recipient FROM outbox h JOIN held ON h.id = held.id
-), picked AS (
-    SELECT o.id FROM outbox o
-    WHERE o.state = 'pending' AND o.next_attempt_at <= :now
-      AND lower(o.recipient) NOT IN (SELECT recipient FROM busy)
-    ORDER BY o.next_attempt_at, o.id
-    LIMIT :limit
-    FOR UPDATE OF o SKIP LOCKED
-)
-SELECT outbox.*, pg_try_advisory_lock({LEASE_KEY}, outbox.id) AS leased FROM outbox JOIN picked ON outbox.id = picked.id
-"""
-)
-"""PostgreSQL's claim: due replies, oldest first, none held by a worker (its
-lease) nor to a recipient one is held for, each leased by this worker as it is
-taken.  Claims run one at a time (``_CLAIMS_KEY``), so each sees the leases of the
-ones before it."""
-_OUTCOMES = text(
-    f"""
-WITH o AS (
-    SELECT * FROM unnest(CAST(:ids AS integer[]), CAST(:states AS varchar[]), CAST(:attempts AS integer[]),
-                         CAST(:dues AS timestamp[]), CAST(:sent AS timestamp[]), CAST(:errors AS text[]))
-             AS o(id, state, attempts, due, sent_at, error)
-), written AS (
-    UPDATE outbox SET state = o.state, attempts = o.attempts, next_attempt_at = o.due, sent_at = o.sent_at,
-                      last_error = o.error
-    FROM o WHERE outbox.id = o.id
-    RETURNING outbox.id
-)
-SELECT count(pg_advisory_unlock({LEASE_KEY}, id)) FROM written
-"""
-)
-"""PostgreSQL: a group's outcomes, and their leases ended, in one statement (an
-implicit transaction: the rows stay locked by the UPDATE until it commits, and a
-claim skips locked rows)"""
-_RELEASE = text(f"SELECT count(pg_advisory_unlock({LEASE_KEY}, id)) FROM unnest(CAST(:ids AS integer[])) AS t(id)")
 
 
 def backoff(attempts: int, base: float = 60.0) -> timedelta:
@@ -131,7 +71,7 @@ class OutboxSenders:
     On SQLite (one process) the claim is a plain read, so mail processing never
     waits for the network; outcomes take the writer lock once per group, not once
     per reply.  On PostgreSQL a worker leases what it claims: a session advisory
-    lock per reply (:data:`LEASE_KEY`) on one connection of its own, which holds no
+    lock per reply (:data:`~pbmserv_terrace.store.leases.LEASE_KEY`) on one connection of its own, which holds no
     transaction open while replies are sent.  Other workers' claims leave out the
     leased replies and their recipients; a group's outcomes are written and their
     leases ended in one statement.  A worker that dies (or loses that connection)
@@ -252,15 +192,10 @@ class OutboxSenders:
                 self._conn = await autocommit(self.db).connect()
             conn = self._conn
             try:
-                await conn.execute(_CLAIMS_LOCK, {"key": _CLAIMS_KEY})
-                try:
-                    found = (await conn.execute(_CLAIM, {"now": now, "limit": limit})).mappings().all()
-                finally:
-                    await conn.execute(_CLAIMS_UNLOCK, {"key": _CLAIMS_KEY})
+                rows = await leases.claim(conn, now, limit)
             except BaseException:
                 await self._lost()  # a connection in doubt holds no leases
                 raise
-            rows = [OutboxMessage(**{c.name: r[c.name] for c in _OUTBOX.columns}) for r in found if r["leased"]]
             self._leased.update(r.id for r in rows)
             await self._let_go()
         return sorted(rows, key=lambda r: (r.next_attempt_at, r.id))
@@ -270,7 +205,7 @@ class OutboxSenders:
         async with self._using:
             ids = [r.id for r in rows if r.id in self._leased]
             if self._conn is not None and ids:  # (none: they went with a lost connection)
-                await self._conn.execute(_RELEASE, {"ids": ids})
+                await leases.release(self._conn, ids)
             self._leased.difference_update(ids)
             await self._let_go()
 
@@ -328,18 +263,13 @@ class OutboxSenders:
         if self.db.is_sqlite:
             async with self.db.session() as session:
                 await session.begin()
-                outcomes = [{"o_id": r.id, "o_state": r.state, "o_attempts": r.attempts, "o_due": r.next_attempt_at,
-                             "o_sent_at": r.sent_at, "o_error": r.last_error} for r in rows]  # fmt: skip
-                await session.execute(_OUTCOME, outcomes)
+                await Outbox(session).record(rows)
                 await session.commit()
             return
-        columns = {"ids": [r.id for r in rows], "states": [r.state for r in rows], "attempts": [r.attempts for r in rows],
-                   "dues": [r.next_attempt_at for r in rows], "sent": [r.sent_at for r in rows],
-                   "errors": [r.last_error for r in rows]}  # fmt: skip
         async with self._using:
             if self._conn is None or not self._leased.issuperset(r.id for r in rows):
                 raise ConnectionError("the outbox lost its leases' connection: the replies go again")
-            await self._conn.execute(_OUTCOMES, columns)
+            await leases.write_outcomes(self._conn, rows)
             self._leased.difference_update(r.id for r in rows)
             await self._let_go()
 

@@ -89,6 +89,19 @@ _SUBSCRIBERS_OF = (
 _INSERT_PLIES = insert(table_of(MoveRecord))
 _INSERT_PROCESSED = insert(table_of(ProcessedMessage))
 _INSERT_REPLIES = insert(table_of(OutboxMessage))
+_OUTCOME = (
+    update(table_of(OutboxMessage))
+    .where(table_of(OutboxMessage).c.id == bindparam("o_id"))
+    .values(state=bindparam("o_state"), attempts=bindparam("o_attempts"), next_attempt_at=bindparam("o_due"),
+            sent_at=bindparam("o_sent_at"), last_error=bindparam("o_error"))
+)  # fmt: skip
+
+
+def outcome_of(row: OutboxMessage) -> dict[str, Any]:
+    return {"o_id": row.id, "o_state": row.state, "o_attempts": row.attempts, "o_due": row.next_attempt_at,
+            "o_sent_at": row.sent_at, "o_error": row.last_error}  # fmt: skip
+
+
 _NOTIFIERS = (
     select(User).join(Notifier, Notifier.user_id == User.id).where(Notifier.game_id == bindparam("game_id")).order_by(User.userid)
 )
@@ -560,16 +573,10 @@ class Outbox:
         return list((await self.s.execute(stmt)).scalars())
 
     async def record(self, rows: Sequence[OutboxMessage]) -> None:
-        """Write the delivery outcome (state, attempts, times, error) of these rows."""
+        """Write the delivery outcome (state, attempts, times, error) of these rows
+        (one executemany)."""
         if rows:
-            await self.s.execute(
-                update(OutboxMessage),
-                [
-                    {"id": r.id, "state": r.state, "attempts": r.attempts, "next_attempt_at": r.next_attempt_at,
-                     "sent_at": r.sent_at, "last_error": r.last_error}
-                    for r in rows
-                ],
-            )  # fmt: skip
+            await self.s.execute(_OUTCOME, [outcome_of(r) for r in rows])
 
     async def pending_count(self) -> int:
         await self.write()
