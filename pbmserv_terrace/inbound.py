@@ -9,6 +9,7 @@ form travels with it through ordering, the password prewarm and the handling.
 from __future__ import annotations
 
 import re
+import secrets
 from dataclasses import dataclass, field
 from email.utils import make_msgid
 from functools import cached_property
@@ -75,4 +76,6 @@ def is_valid_address(address: str) -> bool:
 
 
 def new_message_id(domain: str) -> str:
-    return make_msgid(domain=domain.split("@")[-1] or "pbmserv.invalid")
+    # make_msgid's own random part comes from the random module, which anything
+    # may seed (hypothesis does, per example); the idstring comes from the OS
+    return make_msgid(idstring=secrets.token_hex(6), domain=domain.split("@")[-1] or "pbmserv.invalid")

@@ -9,6 +9,7 @@ import io
 import itertools
 import mailbox
 import tempfile
+import uuid
 from dataclasses import dataclass
 from email.message import Message
 from email.utils import make_msgid
@@ -59,7 +60,10 @@ def raw_mail(
         "From": sender,
         "To": (extra or {}).pop("To", SERVER),
         "Subject": subj,
-        "Message-ID": message_id or make_msgid(domain="players.test"),
+        # (not make_msgid alone: its random part comes from the random module, which
+        # hypothesis seeds the same for every example, and two mails handled in one
+        # hundredth of a second then had one Message-ID: the second was a duplicate)
+        "Message-ID": message_id or make_msgid(idstring=uuid.uuid4().hex, domain="players.test"),
         "MIME-Version": "1.0",
         "Content-Type": 'text/plain; charset="utf-8"',
         "Content-Transfer-Encoding": "base64",
