@@ -22,7 +22,7 @@ from sqlalchemy import insert, select
 
 from pbmserv_terrace.rules import start_position
 from pbmserv_terrace.rules.notation import format_tpn
-from pbmserv_terrace.store import Database, Game, MoveRecord, OutboxMessage, Seat, UnitOfWork, User, utcnow
+from pbmserv_terrace.store import Database, Game, MoveRecord, Seat, UnitOfWork, User, utcnow
 from pbmserv_terrace.testing.postgres import PostgresCluster
 
 START = format_tpn(start_position("long"))
@@ -129,15 +129,13 @@ async def one_move(db: Database, board: int, serial: int) -> None:
         uow.moves.add(MoveRecord(game_id=game.id, ply=game.ply, seat=1, move="C-d2-e3", auto=False, played_at=now))
         await uow.moves.last_plies(game.id, 8)
         for seat in game.seats:
-            uow.outbox.add(
-                OutboxMessage(
-                    message_id=f"<r{serial}.{seat.seat}@bench>",
-                    recipient=seat.user.addresses[0],
-                    subject=f"Terrace Board {board}",
-                    body="x" * 1500,
-                    next_attempt_at=now,
-                    created_at=now,
-                )
+            uow.outbox.queue(
+                message_id=f"<r{serial}.{seat.seat}@bench>",
+                recipient=seat.user.addresses[0],
+                subject=f"Terrace Board {board}",
+                body="x" * 1500,
+                next_attempt_at=now,
+                created_at=now,
             )
         uow.inbound.record(f"<bench{serial}@x>", now)
         await uow.commit()

@@ -514,7 +514,6 @@ class Service:
         except CommandError as exc:
             await savepoint.rollback()
             ctx.uow.forget()
-            ctx.uow.drop_queued()
             ctx.forget_subscribers()
             del ctx.out[mark:]
             self._error(ctx, cmd, exc, cmd.text)

@@ -539,9 +539,6 @@ class Outbox:
         self.s = session
         self.queued: list[dict[str, Any]] = []
 
-    def add(self, message: OutboxMessage) -> None:
-        self.s.add(message)
-
     def queue(self, **row: Any) -> None:
         """A new pending reply: the columns of :class:`OutboxMessage` (``message_id``,
         ``recipient``, ``subject``, ``body``, ``next_attempt_at``, ``created_at``; the

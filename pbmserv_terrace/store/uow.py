@@ -73,15 +73,9 @@ class UnitOfWork:
 
     async def savepoint(self) -> AsyncSessionTransaction:
         """A savepoint, with everything queued so far written before it: what is
-        queued after it is dropped (:meth:`drop_queued`) when it is rolled back."""
+        queued after it is dropped (:meth:`forget`) when it is rolled back."""
         await self.flush()
         return await self.session.begin_nested()
-
-    def drop_queued(self) -> None:
-        """Forget the rows queued since the last flush (their work was undone)."""
-        self.moves.queued.clear()
-        self.outbox.queued.clear()
-        self.inbound.queued.clear()
 
     async def undo_mail(self) -> None:
         """Undo what the mail in hand changed and go on in a clean state: back to
@@ -90,19 +84,21 @@ class UnitOfWork:
         if self._mail is not None:
             await self._mail.rollback()
             self.forget()
-            self.drop_queued()
             self._mail = await self.session.begin_nested()
             return
         if self.batch:
             raise MailUndo()
         await self.session.rollback()
         self.forget()
-        self.drop_queued()
         await self.session.begin()
 
     def forget(self) -> None:
-        """Drop what the repositories read ahead: after a rollback those objects
-        are expired, and reading them again goes through the database."""
+        """After a rollback (to a savepoint): drop what the repositories read ahead
+        (those objects are expired; reading them again goes through the database)
+        and the rows queued since the last flush (their work was undone)."""
+        self.moves.queued.clear()
+        self.outbox.queued.clear()
+        self.inbound.queued.clear()
         self.users.loaded.clear()
         self.games.loaded.clear()
         self.moves.recent.clear()

@@ -23,7 +23,7 @@ from pbmserv_terrace.app.outbox import drain_outbox
 from pbmserv_terrace.config import Config, load_config
 from pbmserv_terrace.mail.delivery import SmtpDelivery
 from pbmserv_terrace.mail.imap import connect
-from pbmserv_terrace.store import Database, OutboxMessage, UnitOfWork, utcnow
+from pbmserv_terrace.store import Database, UnitOfWork, utcnow
 from pbmserv_terrace.testing.dovecot import DovecotServer
 from pbmserv_terrace.testing.postfix import PostfixServer
 from pbmserv_terrace.testing.tokens import TokenServer
@@ -116,8 +116,8 @@ async def queue(db: Database, message_ids: list[str]) -> None:
     now = utcnow()
     async with UnitOfWork(db) as uow:
         for mid in message_ids:
-            uow.outbox.add(OutboxMessage(message_id=mid, recipient=ANN, subject=f"reply {mid}", body="your move\n",
-                                         state="pending", attempts=0, next_attempt_at=now, created_at=now))  # fmt: skip
+            uow.outbox.queue(message_id=mid, recipient=ANN, subject=f"reply {mid}", body="your move\n",
+                                         state="pending", attempts=0, next_attempt_at=now, created_at=now)  # fmt: skip
         await uow.commit()
 
 

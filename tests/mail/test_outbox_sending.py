@@ -13,7 +13,7 @@ from pbmserv_terrace.app.outbox import OutboxSenders
 from pbmserv_terrace.config import Config, load_config
 from pbmserv_terrace.mail.delivery import Throttled
 from pbmserv_terrace.mail.message import Outgoing
-from pbmserv_terrace.store import Database, OutboxMessage, UnitOfWork, utcnow
+from pbmserv_terrace.store import Database, UnitOfWork, utcnow
 
 
 class Killed(BaseException):
@@ -50,9 +50,9 @@ async def queue(db_url: str, n: int, recipients: int = 1) -> tuple[Database, Con
     now = utcnow()
     async with UnitOfWork(db) as uow:
         for i in range(n):
-            uow.outbox.add(OutboxMessage(message_id=f"<o{i:02d}@srv.test>", recipient=f"p{i % recipients}@x.test",
+            uow.outbox.queue(message_id=f"<o{i:02d}@srv.test>", recipient=f"p{i % recipients}@x.test",
                                          subject=f"reply {i:02d}", body="b\n", state="pending", attempts=0,
-                                         next_attempt_at=now, created_at=now))  # fmt: skip
+                                         next_attempt_at=now, created_at=now)  # fmt: skip
         await uow.commit()
     return db, load_config(None, {"PBMSERV_DATABASE_URL": db_url, "PBMSERV_ADDRESS": "pbm@srv.test"})
 

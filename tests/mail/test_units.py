@@ -16,7 +16,7 @@ from pbmserv_terrace.app.outbox import OutboxSenders
 from pbmserv_terrace.config import load_config
 from pbmserv_terrace.mail.imap import ImapError, ImapInbound
 from pbmserv_terrace.mail.message import Outgoing, build_message
-from pbmserv_terrace.store import Database, OutboxMessage, UnitOfWork, utcnow
+from pbmserv_terrace.store import Database, UnitOfWork, utcnow
 
 
 def text(msg: Message) -> str:
@@ -122,9 +122,9 @@ def test_senders_keep_each_recipients_order_and_send_several_at_once(db_url: str
         now = utcnow()
         async with UnitOfWork(db) as uow:
             for i in range(24):
-                uow.outbox.add(OutboxMessage(message_id=f"<o{i}@srv.test>", recipient=f"p{i % 4}@x.test",
+                uow.outbox.queue(message_id=f"<o{i}@srv.test>", recipient=f"p{i % 4}@x.test",
                                              subject=f"reply {i:02d}", body="b\n", state="pending", attempts=0,
-                                             next_attempt_at=now, created_at=now))  # fmt: skip
+                                             next_attempt_at=now, created_at=now)  # fmt: skip
             await uow.commit()
         delivery = SlowDelivery()
         cfg = load_config(None, {"PBMSERV_DATABASE_URL": db_url, "PBMSERV_ADDRESS": "pbm@srv.test"})

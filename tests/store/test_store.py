@@ -15,7 +15,6 @@ from pbmserv_terrace.store import (
     Game,
     MoveRecord,
     Notifier,
-    OutboxMessage,
     Seat,
     Subscription,
     UnitOfWork,
@@ -88,15 +87,13 @@ def test_round_trip_of_every_entity(db_url):
                 )
             )
             uow.inbound.record("<m1@example.org>", now, "alice@example.org", "move 101")
-            uow.outbox.add(
-                OutboxMessage(
-                    message_id="<r1@server>",
-                    recipient="bob@example.org",
-                    subject="Terrace Board 101 bob",
-                    body="board",
-                    next_attempt_at=now,
-                    created_at=now,
-                )
+            uow.outbox.queue(
+                message_id="<r1@server>",
+                recipient="bob@example.org",
+                subject="Terrace Board 101 bob",
+                body="board",
+                next_attempt_at=now,
+                created_at=now,
             )
             await uow.commit()
         async with UnitOfWork(db) as uow:
@@ -240,10 +237,8 @@ def test_outbox_claims_skip_locked_rows_on_postgres(pg_url):
         now = utcnow()
         async with UnitOfWork(db) as uow:
             for i in range(10):
-                uow.outbox.add(
-                    OutboxMessage(
-                        message_id=f"<{i}@s>", recipient="x@y", subject=str(i), body="", next_attempt_at=now, created_at=now
-                    )
+                uow.outbox.queue(
+                    message_id=f"<{i}@s>", recipient="x@y", subject=str(i), body="", next_attempt_at=now, created_at=now
                 )
             await uow.commit()
         first = UnitOfWork(db)
