@@ -11,15 +11,16 @@ reads in greyscale and for colour-blind players (army colours are Okabe–Ito).
 units (1 unit = 1 CSS pixel, the board picture is 320 units wide).  :func:`board_svg`
 writes those shapes as SVG; :func:`board_png` draws the very same shapes with Pillow.
 For speed the PNG back-end draws the static background once per board size and
-each piece once (anti-aliased by drawing it 4x and scaling down) and then only
-pastes pieces and draws the marks; the result is mapped onto one fixed palette so
-that a changed piece changes only its own pixels and the file stays small.
+each piece once, maps both onto one fixed palette once (so that a changed piece
+changes only its own pixels and the file stays small), and per picture only pastes
+the mapped pieces and draws the marks with palette indices.  :func:`board_rgb` is
+the same picture in RGB: mapped onto the palette it gives the very same pixels.
 """
 
 from __future__ import annotations
 
 import io
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -363,22 +364,31 @@ def _font(pixels: int) -> ImageFont.FreeTypeFont | ImageFont.ImageFont:
     return ImageFont.load_default(size=pixels)
 
 
-def draw_shapes(im: Image.Image, shapes: Sequence[Shape], scale: float) -> None:
-    """Draw ``shapes`` on ``im`` with every coordinate multiplied by ``scale``."""
+def draw_shapes(im: Image.Image, shapes: Sequence[Shape], scale: float, ink: Mapping[str, int] | None = None) -> None:
+    """Draw ``shapes`` on ``im`` with every coordinate multiplied by ``scale``.
+
+    On a palette image ``ink`` gives each colour's palette index.  Text is not
+    drawn there: Pillow would draw it without anti-aliasing."""
     draw = ImageDraw.Draw(im)
+
+    def paint(colour: str | None) -> str | int | None:
+        return colour if ink is None or colour is None else ink[colour]
+
     for shape in shapes:
         if isinstance(shape, Rect):
             box = (shape.x0 * scale, shape.y0 * scale, shape.x1 * scale - 1, shape.y1 * scale - 1)
-            draw.rectangle(box, shape.fill, shape.outline, round(shape.width * scale))
+            draw.rectangle(box, paint(shape.fill), paint(shape.outline), round(shape.width * scale))
         elif isinstance(shape, Circle):
             r = shape.r * scale
             box = (shape.cx * scale - r, shape.cy * scale - r, shape.cx * scale + r, shape.cy * scale + r)
-            draw.ellipse(box, shape.fill, shape.outline, round(shape.width * scale))
+            draw.ellipse(box, paint(shape.fill), paint(shape.outline), round(shape.width * scale))
         elif isinstance(shape, Line):
-            draw.line([(x * scale, y * scale) for x, y in shape.points], shape.colour, round(shape.width * scale))
+            draw.line([(x * scale, y * scale) for x, y in shape.points], paint(shape.colour), round(shape.width * scale))
         elif isinstance(shape, Polygon):
             pts = [(x * scale, y * scale) for x, y in shape.points]
-            draw.polygon(pts, shape.fill, shape.outline, round(shape.width * scale))
+            draw.polygon(pts, paint(shape.fill), paint(shape.outline), round(shape.width * scale))
+        elif ink is not None:
+            raise ValueError(f"text {shape.text!r} on a palette image: draw it in RGB")
         else:
             stroke = max(1, round(shape.size * scale / 22)) if shape.bold else 0
             draw.text(
@@ -392,20 +402,25 @@ def draw_shapes(im: Image.Image, shapes: Sequence[Shape], scale: float) -> None:
             )
 
 
+def _exact_colours(n: int) -> set[str]:
+    """Every flat colour the picture uses."""
+    exact = {*height_shades(n), *ARMY_FILL.values(), *ARMY_TEXT.values(), MARK, MARK_EDGE, WALL, LABEL, FRAME_BG, HALO}
+    return exact | {_grid(n, h) for h in range(1, n + 1)} | {_digit_colour(n, h) for h in range(1, n + 1)}
+
+
 @cache
 def _palette(n: int) -> Image.Image:
     """One fixed palette per board size: the exact flat colours plus the blends that
     text and discs make, learnt once from sample pictures.  Mapping every picture onto
     it pixel by pixel keeps a change local and the PNG small."""
-    exact = {*height_shades(n), *ARMY_FILL.values(), *ARMY_TEXT.values(), MARK, MARK_EDGE, WALL, LABEL, FRAME_BG, HALO}
-    exact |= {_grid(n, h) for h in range(1, n + 1)} | {_digit_colour(n, h) for h in range(1, n + 1)}
+    exact = _exact_colours(n)
     sheet = Image.new("RGB", (2 * WIDTH * 2, WIDTH * 2))
     for i, variant in enumerate(("4p", "long")):
         pos = start_position(variant, n)
         move = pos.legal_moves()[0]
         after = pos.play(move)
         marks = [sq for sq in range(n * n) if after.board[sq]][:2]
-        sheet.paste(_draw(after, move, captured=move.to, threatened=marks, scale=2), (i * WIDTH * 2, 0))
+        sheet.paste(board_rgb(after, move, captured=move.to, threatened=marks, scale=2), (i * WIDTH * 2, 0))
     colours = [tuple(bytes.fromhex(c[1:7])) for c in sorted(exact)]
     learnt = sheet.quantize(PALETTE_SIZE - len(exact), Image.Quantize.MEDIANCUT).getpalette() or []
     for i in range(0, len(learnt), 3):
@@ -427,10 +442,28 @@ COMPRESS_LEVEL = 3
 
 
 def to_png(im: Image.Image, n: int) -> bytes:
-    mapped = im.quantize(palette=_palette(n), dither=Image.Dither.NONE)
+    """The picture as PNG bytes; an RGB picture (:func:`board_rgb`) is first mapped
+    onto the palette, a palette picture is saved as it is."""
+    if im.mode != "P":
+        im = _quantize(im, n)
     buf = io.BytesIO()
-    mapped.save(buf, "PNG", compress_level=COMPRESS_LEVEL)
+    im.save(buf, "PNG", compress_level=COMPRESS_LEVEL)
     return buf.getvalue()
+
+
+def _quantize(im: Image.Image, n: int) -> Image.Image:
+    """Each pixel to the palette entry Pillow picks for its colour (no dither, so
+    pixel by pixel: mapping parts separately gives the same pixels)."""
+    return im.quantize(palette=_palette(n), dither=Image.Dither.NONE)
+
+
+@cache
+def _ink(n: int) -> dict[str, int]:
+    """The palette index of each flat colour: the entry its RGB pixels are mapped to
+    (found by mapping them, not by looking the colour up in the palette)."""
+    colours = sorted(_exact_colours(n))
+    strip = Image.frombytes("RGB", (len(colours), 1), b"".join(bytes.fromhex(c[1:7]) for c in colours))
+    return dict(zip(colours, _quantize(strip, n).tobytes(), strict=True))
 
 
 @cache
@@ -452,6 +485,23 @@ def _sprite(piece: int, n: int, scale: int) -> tuple[Image.Image, int]:
     return tile, half
 
 
+@cache
+def _background_mapped(n: int, scale: int) -> Image.Image:
+    return _quantize(_background_image(n, scale), n)
+
+
+@cache
+def _sprite_mapped(piece: int, n: int, scale: int) -> tuple[Image.Image, Image.Image, int]:
+    """The tile mapped onto the palette, its mask and half its side.  The tile's alpha
+    is only 0 or 255 (nothing is anti-aliased at its edge), so pasting the mapped
+    tile gives the pixels that mapping the pasted RGB tile would."""
+    tile, half = _sprite(piece, n, scale)
+    alpha = tile.getchannel("A")
+    if any(alpha.histogram()[1:255]):
+        raise ValueError("a piece tile with partial alpha cannot be pasted after mapping")
+    return _quantize(tile.convert("RGB"), n), alpha.convert("1"), half
+
+
 def board_png(
     pos: Position,
     last_move: Move | None = None,
@@ -465,8 +515,16 @@ def board_png(
     return to_png(_draw(pos, last_move, captured=captured, threatened=threatened, scale=scale), pos.n)
 
 
-def _draw(pos: Position, last_move: Move | None, *, captured: int | None, threatened: Sequence[int], scale: int) -> Image.Image:
-    """The picture in RGB: the cached background, the marks, the cached piece tiles."""
+def board_rgb(
+    pos: Position,
+    last_move: Move | None = None,
+    *,
+    captured: int | None = None,
+    threatened: Sequence[int] = (),
+    scale: int = 2,
+) -> Image.Image:
+    """The picture in RGB, before the palette: the palette is learnt from these, and
+    ``to_png(board_rgb(...), n)`` is the reference :func:`board_png` must equal."""
     n = pos.n
     im = _background_image(n, scale).copy()
     draw_shapes(im, marks_under(pos, last_move).shapes, scale)
@@ -476,6 +534,22 @@ def _draw(pos: Position, last_move: Move | None, *, captured: int | None, threat
             cx, cy = _centre(n, sq)
             im.paste(tile, (round(cx * scale) - half, round(cy * scale) - half), tile)
     draw_shapes(im, marks_over(pos, captured, threatened).shapes, scale)
+    return im
+
+
+def _draw(pos: Position, last_move: Move | None, *, captured: int | None, threatened: Sequence[int], scale: int) -> Image.Image:
+    """The picture on the palette: :func:`board_rgb`'s steps on the mapped background
+    and tiles, the marks drawn with their palette indices."""
+    n = pos.n
+    ink = _ink(n)
+    im = _background_mapped(n, scale).copy()
+    draw_shapes(im, marks_under(pos, last_move).shapes, scale, ink)
+    for sq, p in enumerate(pos.board):
+        if p:
+            tile, mask, half = _sprite_mapped(p, n, scale)
+            cx, cy = _centre(n, sq)
+            im.paste(tile, (round(cx * scale) - half, round(cy * scale) - half), mask)
+    draw_shapes(im, marks_over(pos, captured, threatened).shapes, scale, ink)
     return im
 
 

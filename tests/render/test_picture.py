@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import itertools
+import random
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -11,11 +12,21 @@ import pytest
 from PIL import Image, ImageChops
 
 from pbmserv_terrace.render import picture
-from pbmserv_terrace.render.picture import ARMY_FILL, board_png, board_svg, height_shades, picture_alt, square_box, write_png
+from pbmserv_terrace.render.picture import (
+    ARMY_FILL,
+    board_png,
+    board_rgb,
+    board_svg,
+    height_shades,
+    picture_alt,
+    square_box,
+    to_png,
+    write_png,
+)
 from pbmserv_terrace.rules import VARIANTS, NotationError, Position, format_tpn, parse_tpn, start_position
 from pbmserv_terrace.rules.pieces import KIND_T, make_piece
 
-from .cases import SIZES, golden_cases, play_out
+from .cases import SETUPS, SIZES, Case, golden_cases, play_out
 
 PICTURES = Path(__file__).resolve().parents[1] / "data" / "pictures"
 MAX_BYTES = 25_000
@@ -108,6 +119,54 @@ def test_golden_comparison_notices_a_moved_piece() -> None:
     pos = start_position()
     moved = pos.play(pos.legal_moves()[0])
     assert not similar(decode(board_png(pos)), decode(board_png(moved)))[0]
+
+
+def differing_pixels(a: bytes, b: bytes) -> int:
+    """Pixels whose colour differs between two PNGs of the same size."""
+    diff = ImageChops.difference(decode(a), decode(b)).convert("L")
+    return diff.point(lambda v: 255 if v else 0).histogram()[255]
+
+
+def fast_and_reference(case: Case, scale: int = 2) -> tuple[bytes, bytes]:
+    """board_png (drawn on the palette) and the RGB picture mapped onto the palette."""
+    pos, move, captured, threatened = case.pos, case.last_move, case.captured, case.threatened
+    fast = board_png(pos, move, captured=captured, threatened=threatened, scale=scale)
+    reference = to_png(board_rgb(pos, move, captured=captured, threatened=threatened, scale=scale), pos.n)
+    return fast, reference
+
+
+def assert_same_picture(case: Case, scale: int, what: str) -> None:
+    fast, reference = fast_and_reference(case, scale)
+    assert differing_pixels(fast, reference) == 0, f"{what}: {differing_pixels(fast, reference)} pixels differ"
+    assert fast == reference, f"{what}: same pixels, different PNG bytes"
+
+
+@pytest.mark.parametrize("scale", [1, 2])
+@pytest.mark.parametrize("name", sorted(golden_cases()))
+def test_palette_drawing_equals_rgb_then_quantize_on_goldens(name: str, scale: int) -> None:
+    assert_same_picture(golden_cases()[name], scale, name)
+
+
+@pytest.mark.parametrize("n", SIZES)
+@pytest.mark.parametrize("variant", SETUPS)
+def test_palette_drawing_equals_rgb_then_quantize_on_random_positions(variant: str, n: int) -> None:
+    """Random mid-game positions with their own marks (at both scales), then with
+    the capture flag and Terrace! rings on random squares, empty or not."""
+    rng = random.Random(f"{variant}{n}")
+    for seed in range(3):
+        case = play_out(variant, n, rng.randrange(1, 40), seed)
+        for scale in (1, 2):
+            assert_same_picture(case, scale, f"{variant} {n}x{n} seed {seed} scale {scale}")
+        squares = range(n * n)
+        marked = Case(case.pos, case.last_move, rng.choice(squares), rng.sample(squares, rng.randrange(1, 5)))
+        assert_same_picture(marked, 2, f"{variant} {n}x{n} seed {seed} random marks")
+
+
+def test_pixel_comparison_notices_a_missing_mark() -> None:
+    case = golden_cases()["example-4p"]
+    fast, _ = fast_and_reference(case)
+    _, unmarked = fast_and_reference(Case(case.pos, case.last_move, case.captured, []))
+    assert differing_pixels(fast, unmarked) > 100
 
 
 @pytest.mark.parametrize(("variant", "armies"), [("long", 2), ("3p", 3), ("4p", 4)])
