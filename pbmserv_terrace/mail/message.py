@@ -251,8 +251,7 @@ def build_message(
     related = Message(policy=COMPAT32)
     related["Content-Type"] = f'multipart/related; type="text/html"; boundary="rel-{_boundary(message_id)}"'
     page = Message(policy=COMPAT32)
-    page.set_payload(html, _QP_UTF8)
-    page.set_type("text/html")
+    _set_text(page, html, "html")
     related.attach(page)
     for cid, data in images:
         image = Message(policy=COMPAT32)
@@ -274,14 +273,19 @@ def _base64_lines(data: bytes) -> str:
     return base64.encodebytes(data).decode("ascii")
 
 
-def _set_text(part: Message, body: str) -> None:
+def _set_text(part: Message, body: str, subtype: str = "plain") -> None:
+    """ASCII text with lines of legal length goes as it is (7bit: no encoding to
+    run, the stdlib's quoted-printable encoder is pure Python); anything else as
+    quoted-printable UTF-8."""
     if body.isascii() and all(len(line) <= _MAX_LINE for line in body.split("\n")):
-        part["Content-Type"] = 'text/plain; charset="us-ascii"'
+        part["Content-Type"] = f'text/{subtype}; charset="us-ascii"'
         part["Content-Transfer-Encoding"] = "7bit"
         part.set_payload(body)
     else:
         # quoted-printable keeps non-ASCII replies readable in any mail client's source view
         part.set_payload(body, _QP_UTF8)
+        if subtype != "plain":
+            part.set_type(f"text/{subtype}")
 
 
 def _boundary(message_id: str) -> str:

@@ -166,8 +166,13 @@ class Service:
         if not userids:
             return [[] for _ in mails]
         await self.guessing.refresh(userids)  # what other workers counted (PostgreSQL)
-        async with self.db.reading() as session:
-            stored = await Users(session).password_hashes(userids)
+        # a password that passed lately is not read ahead (had it been changed
+        # since, the command checks it in its transaction, as with no prewarm)
+        unknown = sorted({userid for pairs in wanted for userid, password in pairs if not self.passwords.known(userid, password)})
+        stored: dict[str, str] = {}
+        if unknown:
+            async with self.db.reading() as session:
+                stored = await Users(session).password_hashes(unknown)
         clock = time.monotonic()
         running: list[list[asyncio.Future[bool]]] = []
         for pairs in wanted:

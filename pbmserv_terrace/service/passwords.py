@@ -96,11 +96,24 @@ class PasswordCache:
         self._key = secret or secrets.token_bytes(32)
         self.ttl, self.size = ttl, size
         self._seen: OrderedDict[bytes, float] = OrderedDict()
+        self._latest: OrderedDict[bytes, bytes] = OrderedDict()
+        """(userid, password) → the token of its last success (see :meth:`known`)"""
         self._running: dict[bytes, asyncio.Future[bool]] = {}
         self.hits = self.misses = 0
 
     def _token(self, userid: str, stored: str, password: str) -> bytes:
         return hmac.new(self._key, f"{userid}\0{stored}\0{password}".encode(), hashlib.sha256).digest()
+
+    def _pair(self, userid: str, password: str) -> bytes:
+        return hmac.new(self._key, f"{userid}\0\0{password}".encode(), hashlib.sha256).digest()
+
+    def known(self, userid: str, password: str) -> bool:
+        """Whether this password succeeded for ``userid`` lately, against the hash
+        stored then.  Says nothing about today's stored hash: good only for
+        skipping work ahead of time (``serve``'s prewarm), never for a check."""
+        token = self._latest.get(self._pair(userid, password))
+        expires = None if token is None else self._seen.get(token)
+        return expires is not None and expires > time.monotonic()
 
     def _hit(self, token: bytes) -> bool:
         expires = self._seen.get(token)
@@ -111,11 +124,15 @@ class PasswordCache:
         self.misses += 1
         return False
 
-    def _remember(self, token: bytes) -> None:
+    def _remember(self, token: bytes, pair: bytes) -> None:
         self._seen[token] = time.monotonic() + self.ttl
         self._seen.move_to_end(token)
         while len(self._seen) > self.size:
             self._seen.popitem(last=False)
+        self._latest[pair] = token
+        self._latest.move_to_end(pair)
+        while len(self._latest) > self.size:
+            self._latest.popitem(last=False)
 
     def check(self, userid: str, stored: str, password: str) -> bool:
         token = self._token(userid, stored, password)
@@ -123,10 +140,10 @@ class PasswordCache:
             return True
         if not verify_password(password, stored):
             return False
-        self._remember(token)
+        self._remember(token, self._pair(userid, password))
         return True
 
-    def _start(self, token: bytes, stored: str, password: str) -> asyncio.Future[bool]:
+    def _start(self, token: bytes, userid: str, stored: str, password: str) -> asyncio.Future[bool]:
         running = self._running.get(token)
         if running is None:
             loop = asyncio.get_running_loop()
@@ -136,7 +153,7 @@ class PasswordCache:
             def done(fut: asyncio.Future[bool]) -> None:
                 self._running.pop(token, None)
                 if not fut.cancelled() and fut.exception() is None and fut.result():
-                    self._remember(token)
+                    self._remember(token, self._pair(userid, password))
 
             running.add_done_callback(done)
         return running
@@ -148,7 +165,7 @@ class PasswordCache:
         expires = self._seen.get(token)
         if expires is not None and expires > time.monotonic():
             return None
-        return self._start(token, stored, password)
+        return self._start(token, userid, stored, password)
 
     async def check_async(self, userid: str, stored: str, password: str) -> bool:
         """As :meth:`check`, with a miss's scrypt run in a thread so the event loop
@@ -157,7 +174,7 @@ class PasswordCache:
         token = self._token(userid, stored, password)
         if self._hit(token):
             return True
-        return await asyncio.shield(self._start(token, stored, password))
+        return await asyncio.shield(self._start(token, userid, stored, password))
 
     @staticmethod
     async def hash_async(password: str) -> str:

@@ -52,6 +52,16 @@ def test_non_ascii_and_long_lines_are_encoded_and_decode_back():
     assert all(len(line) <= 998 for line in reply(body="y" * 5000).split(b"\r\n"))
 
 
+@pytest.mark.parametrize("markup", ["<p>board</p>\n", "<p>Zug von J\u00f6rg \u265c</p>\n", "<p>" + "y" * 1200 + "</p>\n"])
+def test_the_html_part_is_html_and_decodes_back(markup: str) -> None:
+    msg = email.message_from_bytes(reply(html=markup, images=[("b@srv.test", b"\x89PNG")]), policy=email.policy.default)
+    page = next(p for p in msg.walk() if p.get_content_type() == "text/html")
+    assert text(page) == markup
+    plain = markup.isascii() and len(markup) < 998
+    assert page["Content-Transfer-Encoding"] == ("7bit" if plain else "quoted-printable")
+    assert page.get_content_charset() == ("us-ascii" if plain else "utf-8")
+
+
 def test_no_header_injection_through_any_value():
     raw = reply(subject="hi\r\nBcc: evil@x.test", in_reply_to="<a@b>\r\nBcc: evil@x.test", sender_name="S\nBcc: e@x")
     headers = raw.split(b"\r\n\r\n")[0]

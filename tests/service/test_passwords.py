@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import asyncio
 
-from sqlalchemy import select
+from typing import Any
 
+from sqlalchemy import event, select, update
+
+from pbmserv_terrace.mail.message import parse_message
 from pbmserv_terrace.service.passwords import PasswordCache, hash_password, needs_rehash, scrypt_hash, verify_password
 from pbmserv_terrace.store import User
 
-from .harness import Harness
+from .harness import Harness, raw_mail
 
 
 def test_hash_is_salted_argon2id_at_owasp_minimum_and_verifies():
@@ -102,3 +105,58 @@ def test_warm_starts_one_check_that_the_command_then_joins(monkeypatch):
 
     asyncio.run(run())
     assert calls == ["pw", "nope", "nope"]
+
+
+def test_known_remembers_which_passwords_passed_lately_whatever_the_hash_is_now():
+    old = hash_password("pw")
+
+    async def run() -> None:
+        cache = PasswordCache(b"k" * 32)
+        assert not cache.known("ann", "pw")
+        assert not await cache.check_async("ann", old, "nope")
+        assert not cache.known("ann", "nope")  # failures never
+        assert await cache.check_async("ann", old, "pw")
+        assert cache.known("ann", "pw") and not cache.known("bob", "pw") and not cache.known("ann", "pw2")
+        assert not cache.check("ann", hash_password("other"), "pw")  # the password changed: the check says no
+        assert cache.known("ann", "pw")  # while the hint still says "passed lately" (prewarm only)
+        brief = PasswordCache(b"k" * 32, ttl=0.0)
+        assert await brief.check_async("ann", old, "pw") and not brief.known("ann", "pw")  # expired at once
+
+    asyncio.run(run())
+
+
+def test_the_prewarm_reads_no_hash_for_a_password_that_passed_and_a_changed_one_is_still_refused():
+    h = Harness()
+    try:
+        h.signup("ann", "ben")
+        h.send("ann", "terrace challenge ann ben")
+        reads: list[str] = []
+
+        def seen(conn: Any, cursor: Any, statement: str, *rest: Any) -> None:
+            if "password_hash" in statement and statement.lstrip().upper().startswith("SELECT"):
+                reads.append(statement)
+
+        event.listen(h.db.engine.sync_engine, "before_cursor_execute", seen)
+
+        def prewarm(move: str) -> list[list[asyncio.Future[bool]]]:
+            mail = parse_message(raw_mail("ann@players.test", f"terrace move 101 ann pw-ann {move}"))
+            return h.loop.run_until_complete(h.service.prewarm([mail]))
+
+        first = prewarm("d2-e3")
+        assert len(reads) == 1 and len(first[0]) == 1  # ann's hash read, her check started
+        assert h.loop.run_until_complete(first[0][0]) is True
+        assert prewarm("d2-e3") == [[]] and len(reads) == 1  # known: no read, nothing to start
+
+        async def change_password() -> None:
+            async with h.db.session() as s:
+                await s.execute(update(User).where(User.userid == "ann").values(password_hash=hash_password("new-pw")))
+                await s.commit()
+
+        h.loop.run_until_complete(change_password())
+        assert prewarm("d2-e3") == [[]]  # the hint is not a check: the command's own check counts
+        refused = h.move(101, "ann", "d2-e3")
+        assert "not correct" in refused[0].body and h.last is not None and h.last.status != "ok"
+        h.send("ann", "terrace move 101 ann new-pw d2-e3")
+        assert h.last is not None and h.last.status == "ok"
+    finally:
+        h.close()
