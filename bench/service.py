@@ -74,7 +74,7 @@ async def measure(name: str, url: str, sizes: list[int], moves: int, batches: li
         print(f"[{name}] seeded {size:>7} games in {time.perf_counter() - t:.1f} s", flush=True)
         # the games played are spread over the whole table; their seats' users are warmed in the cache
         boards = [101 + (i * size) // PLAYED_GAMES for i in range(PLAYED_GAMES)]
-        players = await _players(db, boards)
+        players = await players_of(db, boards)
         for userid in {u for pair in players for u in pair}:
             service.passwords.check(userid, (await _stored(db, userid)), "pw")
         plans = sequences(moves // PLAYED_GAMES + 2)
@@ -114,7 +114,7 @@ async def measure(name: str, url: str, sizes: list[int], moves: int, batches: li
     return rates
 
 
-async def _players(db: Database, boards: list[int]) -> list[tuple[str, str]]:
+async def players_of(db: Database, boards: list[int]) -> list[tuple[str, str]]:
     out = []
     async with db.session() as s:
         from pbmserv_terrace.store.repos import Games
