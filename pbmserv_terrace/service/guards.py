@@ -132,7 +132,7 @@ def _wall(monotonic: float) -> float:
 
 class SharedThrottle(Throttle):
     """The throttle with its counts in the database (PostgreSQL, several workers):
-    one row per mail let through and one per notice (:func:`..store.counters.throttle_check`)."""
+    one row per mail let through and one per notice (:func:`..store.counters.throttle_check_many`)."""
 
     def __init__(self, db: Database, per_minute: int) -> None:
         super().__init__(per_minute)

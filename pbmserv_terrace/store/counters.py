@@ -83,19 +83,14 @@ FROM c ORDER BY c.n
 )
 
 
-async def throttle_check(db: Database, sender: str, message_id: str, now: float, limit: int) -> str:
-    """ok, notice (the first mail over the limit within WINDOW) or drop, for one
-    mail of ``sender``, counting the other mails of the last WINDOW seconds that
-    were let through.  Run again for the same Message-ID, it says the same (a mail
-    redone after a crash neither counts twice nor loses its notice).  Mails of one
-    sender are handled one at a time (their conflict keys share the sender), so
-    there is no race between two of them."""
-    return (await throttle_check_many(db, [(sender, message_id)], now, limit))[0]
-
-
 async def throttle_check_many(db: Database, mails: Sequence[tuple[str, str]], now: float, limit: int) -> list[str]:
-    """:func:`throttle_check` for mails (sender, Message-ID) of different senders
-    (as a batch's mails are: they never share a sender), in one statement."""
+    """ok, notice (the first mail over the limit within WINDOW) or drop, for each
+    mail (sender, Message-ID), counting the sender's other mails of the last
+    WINDOW seconds that were let through; in one statement, for mails of
+    different senders (as a batch's mails are: mails of one sender are handled
+    one at a time, their conflict keys share the sender, so two never race).
+    Run again for the same Message-ID, it says the same (a mail redone after a
+    crash neither counts twice nor loses its notice)."""
     if len({sender for sender, _ in mails}) != len(mails):
         raise ValueError("one mail per sender")
     if not mails:

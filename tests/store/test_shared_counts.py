@@ -9,7 +9,7 @@ import random
 import pytest
 
 from pbmserv_terrace.store import Database
-from pbmserv_terrace.store.counters import throttle_check, throttle_check_many
+from pbmserv_terrace.store.counters import throttle_check_many
 
 pytestmark = [pytest.mark.postgres]
 
@@ -33,7 +33,7 @@ def test_a_batch_checked_at_once_says_what_one_by_one_says(pg_cluster):
                 mid = rng.choice(mine) if mine and rng.random() < 0.1 else f"<{round_}.{sender}>"  # a mail run again
                 batch.append((sender, mid))
                 mine.append(mid)
-            alone = [await throttle_check(one, sender, mid, now, 3) for sender, mid in batch]
+            alone = [(await throttle_check_many(one, [(sender, mid)], now, 3))[0] for sender, mid in batch]
             together = await throttle_check_many(many, batch, now, 3)
             assert together == alone, (round_, batch)
             verdicts += alone
