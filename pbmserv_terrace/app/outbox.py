@@ -160,7 +160,8 @@ class OutboxSenders:
                 else:
                     if row.state == "sent":
                         self._throttles = 0
-                        self._sent_at.append(self.clock())
+                        if self.config.smtp.max_per_minute:  # (with no limit nothing is kept per reply)
+                            self._sent_at.append(self.clock())
                 await self._commit(row)
             if rows and not self.db.is_sqlite:
                 await self._release(rows)  # not tried (a pause began): for any worker again

@@ -110,6 +110,38 @@ def test_max_per_minute_holds_the_rest_in_order(db_url: str) -> None:
     assert [s for r in rounds for s in r] == [f"reply {i:02d}" for i in range(12)]
 
 
+def test_the_senders_keep_no_record_per_reply_without_a_limit_and_a_minute_with_one(db_url: str) -> None:
+    """A long-running server sends for months: what the senders remember of the
+    replies sent must not grow with them (it did: a time per reply, kept forever)."""
+    clock = [1000.0]
+
+    async def run() -> tuple[int, list[int], int]:
+        db, cfg = await queue(db_url, 30, recipients=5)
+        unlimited = OutboxSenders(db, Recording(), cfg, batch=8, clock=lambda: clock[0])
+        assert (await unlimited.drain()).sent == 30
+        cfg.smtp.max_per_minute = 10
+        limited = OutboxSenders(db, Recording(), cfg, batch=8, clock=lambda: clock[0])
+        now = utcnow()
+        async with UnitOfWork(db) as uow:
+            for i in range(25):
+                uow.outbox.queue(message_id=f"<l{i:02d}@srv.test>", recipient=f"p{i % 5}@x.test", subject=f"later {i:02d}",
+                                 body="b\n", state="pending", attempts=0, next_attempt_at=now, created_at=now)  # fmt: skip
+            await uow.commit()
+        kept = []
+        for _ in range(3):
+            await limited.drain()
+            kept.append(len(limited._sent_at))
+            clock[0] += 61.0
+        limited.allowance()  # forgets what is older than a minute
+        await db.close()
+        return len(unlimited._sent_at), kept, len(limited._sent_at)
+
+    unlimited, kept, after = asyncio.run(run())
+    assert unlimited == 0
+    assert kept == [10, 10, 5]  # the last minute's sends: never more than the limit
+    assert after == 0
+
+
 def test_slow_down_answer_pauses_everything_and_keeps_the_order(db_url: str) -> None:
     clock = [1000.0]
 
