@@ -13,12 +13,8 @@ reads in greyscale too.
 Everything is measured in picture units (the picture is :data:`WIDTH` x
 :data:`HEIGHT` units, its fonts sized for 1 unit = 1 CSS pixel) and drawn at
 ``scale`` pixels per unit (2 by default: sharp on high-density screens).  For
-speed each card face and each text is drawn once and pasted, and the picture is
-drawn on one fixed palette (small file, same colours every time): the background
-and the card faces are mapped onto it once, flat shapes are drawn with their
-palette indices, and each text is laid on its own small region in RGB and that
-region mapped.  :func:`table_rgb` is the same picture in RGB: ``to_png`` of it is
-the very same PNG as :func:`table_png`.
+speed each card face and each text is drawn once and pasted; the result is
+mapped onto one fixed palette (small file, same colours every time).
 
 Fonts: DejaVu (Debian's ``fonts-dejavu-core``) when it is installed, with the suit
 symbols; else Pillow's own font, with the suit letters (``c d h s``) instead.
@@ -138,14 +134,8 @@ class _Painter:
     def box(self, x0: float, y0: float, x1: float, y1: float) -> tuple[int, int, int, int]:
         return self.px(x0), self.px(y0), self.px(x1) - 1, self.px(y1) - 1
 
-    def paint(self, colour: str | None) -> str | int | None:
-        """The ink for ``colour`` on this image (the colour itself in RGB)."""
-        return colour
-
     def rounded(self, box: Box, fill: str | None, outline: str | None = None, width: float = 1, radius: float = RADIUS) -> None:
-        self.draw.rounded_rectangle(
-            self.box(*box), self.px(radius), self.paint(fill), self.paint(outline), max(1, self.px(width))
-        )
+        self.draw.rounded_rectangle(self.box(*box), self.px(radius), fill, outline, max(1, self.px(width)))
 
     def text(self, x: float, y: float, text: str, size: float, fill: str, style: str = "regular", anchor: str = "la") -> None:
         """``text`` with its ``anchor`` point at (x, y) (Pillow's anchors: ``la`` left/ascender,
@@ -164,10 +154,6 @@ class _Painter:
 
     def paste(self, tile: Image.Image, x: float, y: float) -> None:
         self.paste_px(tile, self.px(x), self.px(y))
-
-    def card(self, card: int, x: float, y: float) -> None:
-        """The face of ``card`` with its top left corner at (x, y)."""
-        self.paste(_card_tile(card, self.scale), x, y)
 
     def paste_px(self, tile: Image.Image, x: int, y: int) -> None:
         """``tile`` (RGBA) over the picture at pixel (x, y); a tile drawn on another tile
@@ -239,16 +225,17 @@ def _halo(p: _Painter, x: float, y: float) -> None:
 
 def _fan(p: _Painter, cards: Sequence[int], x: float, y: float, step: float) -> None:
     for i, card in enumerate(cards):
-        p.card(card, x + i * step, y)
+        p.paste(_card_tile(card, p.scale), x + i * step, y)
 
 
 def _plural(name: str) -> str:
     return name + ("es" if name.endswith("x") else "s")
 
 
-def _draw(p: _Painter, state: State) -> None:
-    """The table drawn by ``p`` on its image (the background already there)."""
+def _draw(state: State, scale: int) -> Image.Image:
     v = state.variant
+    im = _background(v.piles, scale).copy()
+    p = _Painter(im, scale)
     right = WIDTH - MARGIN
     # title: the variant and deal, the score
     score = f"score {state.score}/104"
@@ -292,7 +279,7 @@ def _draw(p: _Painter, state: State) -> None:
         if f:
             count = f"{len(f)}" if len(f) < FOUNDATION_SIZE else "done"
             p.text(x + CARD_W, ROW_2 - LABEL_H, count, 10, TITLE, "bold", anchor="ra")
-            p.card(f[-1], x, ROW_2)
+            p.paste(_card_tile(f[-1], scale), x, ROW_2)
         elif state.base_rank:
             _slot_text(p, x, ROW_2, RANK_TEXT[state.base_rank])
 
@@ -305,7 +292,7 @@ def _draw(p: _Painter, state: State) -> None:
         _fan(p, state.reserve[:-1], MARGIN, ROW_3, step)
         top_x = MARGIN + (n - 1) * step
         _halo(p, top_x, ROW_3)
-        p.card(state.reserve[-1], top_x, ROW_3)
+        p.paste(_card_tile(state.reserve[-1], scale), top_x, ROW_3)
     else:
         _slot_text(p, MARGIN, ROW_3, "empty")
 
@@ -327,11 +314,12 @@ def _draw(p: _Painter, state: State) -> None:
     # the status line (what to do now, or how the game ended)
     for i, line in enumerate(_wrap(p, status_line(state), right - MARGIN, 11)[:2]):
         p.text(MARGIN, STATUS_Y + i * 14, line, 11, TITLE if i == 0 else LABEL)
+    return im
 
 
 def _fan_down(p: _Painter, cards: Sequence[int], x: float, y: float, step: float) -> None:
     for i, card in enumerate(cards):
-        p.card(card, x, y + i * step)
+        p.paste(_card_tile(card, p.scale), x, y + i * step)
 
 
 def _wrap(p: _Painter, text: str, width: float, size: float) -> list[str]:
@@ -349,8 +337,6 @@ def _wrap(p: _Painter, text: str, width: float, size: float) -> list[str]:
 
 # ------------------------------------------------------------------------ PNG
 PALETTE_SIZE = 24
-EXACT_COLOURS = (FELT, SLOT, SLOT_EDGE, LABEL, TITLE, CARD, CARD_EDGE, RED, BLACK, BACK, HIGHLIGHT)
-"""the flat colours, each in the palette as it is"""
 COMPRESS_LEVEL = 6
 """zlib level 6 with the Z_FILTERED strategy: twice as fast as the default strategy
 on these pictures for 1 % more bytes; level 9 takes 50 ms for 10 % fewer."""
@@ -360,12 +346,13 @@ on these pictures for 1 % more bytes; level 9 takes 50 ms for 10 % fewer."""
 def _palette(scale: int) -> Image.Image:
     """One fixed palette: the flat colours, plus the blends that anti-aliased text
     makes, learnt once from a sheet of every card face and a sample table."""
-    colours = [_rgb(c) for c in EXACT_COLOURS]
+    exact = [FELT, SLOT, SLOT_EDGE, LABEL, TITLE, CARD, CARD_EDGE, RED, BLACK, BACK, HIGHLIGHT]
+    colours = [tuple(bytes.fromhex(c[1:7])) for c in exact]
     tiles = [_card_tile(card, scale) for card in range(52)]
     sheet = Image.new("RGB", (13 * CARD_W * scale, 4 * CARD_H * scale + HEIGHT * scale), FELT)
     for card, tile in enumerate(tiles):
         sheet.paste(tile, ((card % 13) * CARD_W * scale, (card // 13) * CARD_H * scale), tile)
-    sheet.paste(table_rgb(_sample_state(), scale), (0, 4 * CARD_H * scale))
+    sheet.paste(_draw(_sample_state(), scale), (0, 4 * CARD_H * scale))
     learnt = sheet.quantize(PALETTE_SIZE - len(colours), Image.Quantize.MEDIANCUT).getpalette() or []
     for i in range(0, len(learnt), 3):
         blend = tuple(learnt[i : i + 3])
@@ -392,124 +379,10 @@ def _sample_state() -> State:
 def table_png(state: State, scale: int = SCALE) -> bytes:
     """The table as a palette PNG, ``WIDTH * scale`` x ``HEIGHT * scale`` pixels
     (960 x 1160 at scale 2: sharp when shown at 480 to 560 CSS pixels wide)."""
-    return to_png(_table_mapped(state, scale), scale)
-
-
-def table_rgb(state: State, scale: int = SCALE) -> Image.Image:
-    """The table in RGB, before the palette: the palette is learnt from it, and
-    ``to_png(table_rgb(state, scale), scale)`` is the reference :func:`table_png` equals."""
-    im = _background(state.variant.piles, scale).copy()
-    _draw(_Painter(im, scale), state)
-    return im
-
-
-def to_png(im: Image.Image, scale: int = SCALE) -> bytes:
-    """The picture as PNG bytes; an RGB picture (:func:`table_rgb`) is first mapped
-    onto the palette, a palette picture is saved as it is."""
-    if im.mode != "P":
-        im = _quantize(im, scale)
+    mapped = _draw(state, scale).quantize(palette=_palette(scale), dither=Image.Dither.NONE)
     buf = io.BytesIO()
-    im.save(buf, "PNG", compress_level=COMPRESS_LEVEL, compress_type=zlib.Z_FILTERED)
+    mapped.save(buf, "PNG", compress_level=COMPRESS_LEVEL, compress_type=zlib.Z_FILTERED)
     return buf.getvalue()
-
-
-def _quantize(im: Image.Image, scale: int) -> Image.Image:
-    """Each pixel to the palette entry Pillow picks for its colour (no dither, so
-    pixel by pixel: mapping parts separately gives the same pixels)."""
-    return im.quantize(palette=_palette(scale), dither=Image.Dither.NONE)
-
-
-def _rgb(colour: str) -> tuple[int, ...]:
-    return tuple(bytes.fromhex(colour[1:7]))
-
-
-@cache
-def _palette_ink(scale: int) -> dict[str, int]:
-    """The palette index of each flat colour: the entry its RGB pixels are mapped to
-    (found by mapping them, not by looking the colour up in the palette)."""
-    strip = Image.frombytes("RGB", (len(EXACT_COLOURS), 1), b"".join(bytes(_rgb(c)) for c in EXACT_COLOURS))
-    return dict(zip(EXACT_COLOURS, _quantize(strip, scale).tobytes(), strict=True))
-
-
-@cache
-def _exact_indices(scale: int) -> frozenset[int]:
-    """The palette entries that give back the very colour mapped to them: a pixel of
-    such an entry that only flat shapes drew had that entry's colour in RGB."""
-    ink, palette = _palette_ink(scale), _palette(scale).getpalette() or []
-    out = {i for c, i in ink.items() if tuple(palette[3 * i : 3 * i + 3]) == _rgb(c)}
-    return frozenset(i for i in out if sum(1 for j in ink.values() if j == i) == 1)
-
-
-@cache
-def _background_mapped(variant_piles: int, scale: int) -> Image.Image:
-    return _quantize(_background(variant_piles, scale), scale)
-
-
-@cache
-def _card_mapped(card: int, scale: int) -> tuple[Image.Image, Image.Image] | None:
-    """The card face mapped onto the palette and its mask, or None if its edge is
-    partly transparent (pasting it mapped would not give the pixels that mapping the
-    pasted RGB face gives)."""
-    tile = _card_tile(card, scale)
-    alpha = tile.getchannel("A")
-    if any(alpha.histogram()[1:255]):
-        return None
-    return _quantize(tile.convert("RGB"), scale), alpha.convert("1")
-
-
-class _NotExact(Exception):
-    """The palette drawing cannot promise the RGB drawing's pixels here."""
-
-
-class _PalettePainter(_Painter):
-    """Draws :func:`table_rgb`'s picture straight on the palette: flat shapes with
-    their palette indices, card faces mapped once, and each text on its own region,
-    turned back into RGB, drawn there and mapped.  That region must hold only flat
-    colours (no earlier card or text under it, entries that give their colour back),
-    else it raises :class:`_NotExact`."""
-
-    def __init__(self, im: Image.Image, scale: int) -> None:
-        super().__init__(im, scale)
-        self.ink, self.exact = _palette_ink(scale), _exact_indices(scale)
-        self.blended: list[tuple[int, int, int, int]] = []
-        """pixel boxes of the cards and texts drawn so far (their anti-aliased blends)"""
-
-    def paint(self, colour: str | None) -> str | int | None:
-        return None if colour is None else self.ink[colour]
-
-    def card(self, card: int, x: float, y: float) -> None:
-        mapped = _card_mapped(card, self.scale)
-        if mapped is None:
-            raise _NotExact(f"card {card}: its face has a partly transparent edge")
-        tile, mask = mapped
-        left, top = self.px(x), self.px(y)
-        self.im.paste(tile, (left, top), mask)
-        self.blended.append((left, top, left + tile.width, top + tile.height))
-
-    def paste_px(self, tile: Image.Image, x: int, y: int) -> None:
-        box = (max(x, 0), max(y, 0), min(x + tile.width, self.im.width), min(y + tile.height, self.im.height))
-        if box[0] >= box[2] or box[1] >= box[3]:
-            return
-        if any(box[0] < b[2] and b[0] < box[2] and box[1] < b[3] and b[1] < box[3] for b in self.blended):
-            raise _NotExact(f"a text at {box} over an earlier card or text")
-        under = self.im.crop(box)
-        if any(i not in self.exact for _, i in under.getcolors(256) or []):
-            raise _NotExact(f"a text at {box} over a colour the palette does not give back")
-        region = under.convert("RGB")
-        region.paste(tile, (x - box[0], y - box[1]), tile)
-        self.im.paste(_quantize(region, self.scale), box[:2])
-        self.blended.append(box)
-
-
-def _table_mapped(state: State, scale: int) -> Image.Image:
-    """The table on the palette: drawn there when it can be done exactly, else drawn
-    in RGB and mapped (the same pixels either way)."""
-    im = _background_mapped(state.variant.piles, scale).copy()
-    try:
-        _draw(_PalettePainter(im, scale), state)
-    except _NotExact:
-        return _quantize(table_rgb(state, scale), scale)
-    return im
 
 
 # ------------------------------------------------------------------------ words
@@ -532,4 +405,4 @@ def picture_alt(state: State) -> str:
     return " ".join(parts)
 
 
-__all__ = ["HEIGHT", "SCALE", "WIDTH", "has_symbols", "picture_alt", "suit_mark", "table_png", "table_rgb", "to_png"]
+__all__ = ["HEIGHT", "SCALE", "WIDTH", "has_symbols", "picture_alt", "suit_mark", "table_png"]

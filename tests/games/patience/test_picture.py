@@ -202,8 +202,7 @@ def test_golden_comparison_notices_a_changed_card() -> None:
 
 @pytest.fixture
 def without_dejavu(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    caches = (pic._font_dir, pic._font, pic._text_tile, pic._card_tile, pic._background, pic._palette,
-              pic._palette_ink, pic._exact_indices, pic._background_mapped, pic._card_mapped)  # fmt: skip
+    caches = (pic._font_dir, pic._font, pic._text_tile, pic._card_tile, pic._background, pic._palette)
     for c in caches:
         c.cache_clear()
     monkeypatch.setattr(pic, "FONT_DIRS", ("/nonexistent/fonts",))
@@ -219,9 +218,6 @@ def test_without_dejavu_pillows_font_and_suit_letters(without_dejavu: None) -> N
     im = decode(data)
     assert im.size == (WIDTH * SCALE, HEIGHT * SCALE) and len(data) <= MAX_BYTES
     assert count(im, pic.RED, (0, pic.TABLEAU_Y, WIDTH, pic.STATUS_Y)) > 200
-    # drawn on the palette, it is the mapped RGB picture byte for byte with this font too
-    for state in (new_game("terrace", 4), replay("terrace", 4, MIDGAME), new_game("redheads", 7)):
-        assert table_png(state) == pic.to_png(pic.table_rgb(state))
 
 
 def main() -> None:
