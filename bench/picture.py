@@ -16,17 +16,16 @@ Run: .venv/bin/python bench/picture.py [--runs 200] [--rounds 7]
 from __future__ import annotations
 
 import argparse
+import io
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-import io
-from collections.abc import Callable
-
 from PIL import Image
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from pbmserv_terrace.render.picture import board_png, board_rgb, board_svg, to_png
 from tests.render.cases import SETUPS, SIZES, Case, examples, play_out

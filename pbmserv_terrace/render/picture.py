@@ -525,28 +525,26 @@ def board_rgb(
 ) -> Image.Image:
     """The picture in RGB, before the palette: the palette is learnt from these, and
     ``to_png(board_rgb(...), n)`` is the reference :func:`board_png` must equal."""
-    n = pos.n
-    im = _background_image(n, scale).copy()
-    draw_shapes(im, marks_under(pos, last_move).shapes, scale)
-    for sq, p in enumerate(pos.board):
-        if p:
-            tile, half = _sprite(p, n, scale)
-            cx, cy = _centre(n, sq)
-            im.paste(tile, (round(cx * scale) - half, round(cy * scale) - half), tile)
-    draw_shapes(im, marks_over(pos, captured, threatened).shapes, scale)
-    return im
+    return _draw(pos, last_move, captured=captured, threatened=threatened, scale=scale, mapped=False)
 
 
-def _draw(pos: Position, last_move: Move | None, *, captured: int | None, threatened: Sequence[int], scale: int) -> Image.Image:
-    """The picture on the palette: :func:`board_rgb`'s steps on the mapped background
-    and tiles, the marks drawn with their palette indices."""
+def _draw(
+    pos: Position, last_move: Move | None, *, captured: int | None, threatened: Sequence[int], scale: int, mapped: bool = True
+) -> Image.Image:
+    """The cached background, the marks under the pieces, the cached piece tiles, the
+    marks over them: on the palette (the mapped background and tiles, the marks
+    drawn with their palette indices) or, with ``mapped=False``, in RGB."""
     n = pos.n
-    ink = _ink(n)
-    im = _background_mapped(n, scale).copy()
+    ink = _ink(n) if mapped else None
+    im = (_background_mapped if mapped else _background_image)(n, scale).copy()
     draw_shapes(im, marks_under(pos, last_move).shapes, scale, ink)
     for sq, p in enumerate(pos.board):
         if p:
-            tile, mask, half = _sprite_mapped(p, n, scale)
+            if mapped:
+                tile, mask, half = _sprite_mapped(p, n, scale)
+            else:
+                tile, half = _sprite(p, n, scale)
+                mask = tile
             cx, cy = _centre(n, sq)
             im.paste(tile, (round(cx * scale) - half, round(cy * scale) - half), mask)
     draw_shapes(im, marks_over(pos, captured, threatened).shapes, scale, ink)
