@@ -28,7 +28,7 @@ from datetime import datetime, timedelta
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from ..config import Config
-from ..mail.delivery import Delivery, PermanentFailure, Throttled
+from ..mail.delivery import Delivery, MaildirDelivery, PermanentFailure, Throttled, staged_key, staged_name
 from ..mail.message import Outgoing
 from ..store import Database, OutboxMessage, leases, utcnow
 from ..store.autocommit import autocommit
@@ -104,7 +104,9 @@ class OutboxSenders:
         self._sent_at: deque[float] = deque()
         self._paused_until = 0.0
         self._throttles = 0
-        self._outcomes: list[tuple[OutboxMessage, asyncio.Future[None]]] = []
+        self._outcomes: list[tuple[list[OutboxMessage], asyncio.Future[None]]] = []
+        self._recovered = False
+        """a Maildir's staged replies were looked at (:meth:`_recover`)"""
         self._writer: asyncio.Task[None] | None = None
         self._conn: AsyncConnection | None = None
         """PostgreSQL: the connection holding this worker's leases (while it holds any)"""
@@ -147,6 +149,8 @@ class OutboxSenders:
         tried = 0
         ahead: dict[int, asyncio.Future[Outgoing]] = {}
         try:
+            if rows and isinstance(self.delivery, MaildirDelivery):
+                tried, rows = await self._send_staged(rows, self.delivery), []
             while rows and self.clock() >= self._paused_until:
                 row, rows = rows[0], rows[1:]
                 tried += 1
@@ -158,11 +162,8 @@ class OutboxSenders:
                 except Throttled as exc:
                     self._throttled(exc)
                 else:
-                    if row.state == "sent":
-                        self._throttles = 0
-                        if self.config.smtp.max_per_minute:  # (with no limit nothing is kept per reply)
-                            self._sent_at.append(self.clock())
-                await self._commit(row)
+                    self._count(row)
+                await self._commit([row])
             if rows and not self.db.is_sqlite:
                 await self._release(rows)  # not tried (a pause began): for any worker again
         except BaseException:
@@ -172,6 +173,65 @@ class OutboxSenders:
         finally:
             self._busy.difference_update(mine)
         return tried, left_out
+
+    def _count(self, row: OutboxMessage) -> None:
+        if row.state == "sent":
+            self._throttles = 0
+            if self.config.smtp.max_per_minute:  # (with no limit nothing is kept per reply)
+                self._sent_at.append(self.clock())
+
+    async def _send_staged(self, rows: list[OutboxMessage], maildir: MaildirDelivery) -> int:
+        """A Maildir's way, a claim at a time: the replies composed (one hop to
+        the composer thread), staged (one hop: each written and fsynced), their
+        outcomes committed (the group commit), and only then published into the
+        recipients' Maildirs.  A crash before the commit leaves them pending (they
+        are staged again, under the same names); one after it leaves them staged
+        and recorded as sent (the next start publishes them: :meth:`_recover`).
+        So each reply shows up once, and the per-reply cost is a file's, not a
+        transaction's."""
+        if not self._recovered:
+            await self._recover(maildir)
+        messages = await asyncio.get_running_loop().run_in_executor(COMPOSER, _compose_all, rows, self.config)
+        names = [staged_name(row.id, row.message_id, row.created_at) for row in rows]
+        ready = [(i, message) for i, message in enumerate(messages) if isinstance(message, Outgoing)]
+        written = await asyncio.to_thread(maildir.stage, [(names[i], message.data) for i, message in ready])
+        problems: list[Exception | None] = [m if isinstance(m, Exception) else None for m in messages]
+        for (i, _), trouble in zip(ready, written, strict=True):
+            problems[i] = trouble
+        for row, problem in zip(rows, problems, strict=True):
+            _note(row, problem, self.config, self.result)  # (a Maildir never says "slow down")
+            self._count(row)
+        await self._commit(rows)
+        sent = [(names[i], row.recipient) for i, row in enumerate(rows) if row.state == "sent"]
+        if sent:
+            await asyncio.to_thread(maildir.publish, sent)
+        return len(rows)
+
+    async def _recover(self, maildir: MaildirDelivery) -> None:
+        """Once, before the first staged claim: publish what a crash left staged
+        after its outcome was committed, and drop what was staged for a reply that
+        failed since.  A pending reply's file is left (it is staged again, under
+        the same name, when it is sent); names that are not ours are left alone."""
+        self._recovered = True
+        names = await asyncio.to_thread(maildir.staged)
+        keys = {name: key for name in names if (key := staged_key(name)) is not None}
+        if not keys:
+            return
+        async with self.db.reading() as reader:
+            found = {row.id: row for row in await Outbox(reader).of_ids(sorted(set(keys.values())))}
+        publish, drop = [], []
+        for name, key in keys.items():
+            row = found.get(key)
+            if row is None or name != staged_name(row.id, row.message_id, row.created_at):
+                continue
+            if row.state == "sent":
+                publish.append((name, row.recipient))
+            elif row.state == "failed":
+                drop.append(name)
+        if publish:
+            log.warning("publishing %d replies a stop left staged after they were recorded as sent", len(publish))
+            await asyncio.to_thread(maildir.publish, publish)
+        await asyncio.to_thread(maildir.discard, drop)
 
     def _compose(self, row: OutboxMessage) -> asyncio.Future[Outgoing]:
         # composed and serialised on a thread of its own: drawing and encoding the
@@ -229,11 +289,11 @@ class OutboxSenders:
                 await conn.close()
 
     # ------------------------------------------------------ the group commit
-    async def _commit(self, row: OutboxMessage) -> None:
-        """Hand ``row``'s outcome to the group commit and wait until the
-        transaction that writes it has committed."""
+    async def _commit(self, rows: list[OutboxMessage]) -> None:
+        """Hand these rows' outcomes to the group commit and wait until the
+        transaction that writes them has committed."""
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._outcomes.append((row, future))
+        self._outcomes.append((rows, future))
         if self._writer is None or self._writer.done():
             self._writer = asyncio.create_task(self._write_outcomes())
         await future
@@ -245,7 +305,7 @@ class OutboxSenders:
                 await asyncio.sleep(0)
             group, self._outcomes = self._outcomes, []
             try:
-                await self._write([row for row, _ in group])
+                await self._write([row for rows, _ in group for row in rows])
             except asyncio.CancelledError:
                 for _, future in group:
                     future.cancel()
@@ -314,40 +374,57 @@ async def _send_one(
     row: OutboxMessage, message: Awaitable[Outgoing], delivery: Delivery, config: Config, result: DrainResult
 ) -> None:
     """Send one reply (``message``: its composition, under way) and note the
-    outcome on ``row``.  :class:`Throttled` is raised again after the note: the
-    row keeps its place in the queue (its due time is not moved) and the caller
-    pauses all sending."""
-    row.attempts += 1
+    outcome on ``row`` (:func:`_note`)."""
     try:
         await delivery.deliver(await message, row.recipient)
-    except PermanentFailure as exc:
-        row.state, row.last_error = "failed", f"permanent: {exc}"[:2000]
+    except Exception as exc:
+        _note(row, exc, config, result)
+    else:
+        _note(row, None, config, result)
+
+
+def _note(row: OutboxMessage, problem: Exception | None, config: Config, result: DrainResult) -> None:
+    """Note on ``row`` how its attempt ended (``problem`` None: delivered).
+    :class:`Throttled` is raised again after the note: the row keeps its place
+    in the queue (its due time is not moved) and the caller pauses all sending."""
+    row.attempts += 1
+    if problem is None:
+        row.state, row.sent_at, row.last_error = "sent", utcnow(), None
+        result.sent += 1
+    elif isinstance(problem, PermanentFailure):
+        row.state, row.last_error = "failed", f"permanent: {problem}"[:2000]
         result.failed += 1
-        log.error("reply %s to %s rejected permanently: %s", row.message_id, row.recipient, exc)
-        return
-    except ValueError as exc:  # an address we refuse to write into a header
-        row.state, row.last_error = "failed", f"invalid: {exc}"[:2000]
+        log.error("reply %s to %s rejected permanently: %s", row.message_id, row.recipient, problem)
+    elif isinstance(problem, ValueError):  # an address we refuse to write into a header
+        row.state, row.last_error = "failed", f"invalid: {problem}"[:2000]
         result.failed += 1
-        return
-    except Exception as exc:  # network trouble, 4xx: try again later
-        row.last_error = f"{type(exc).__name__}: {exc}"[:2000]
+    else:  # network trouble, 4xx, a full disk: try again later
+        row.last_error = f"{type(problem).__name__}: {problem}"[:2000]
         now = utcnow()  # the retry counts from the failure: a slow attempt is not due again at once
         if now - row.created_at > timedelta(hours=config.smtp.give_up_hours):
             row.state = "failed"
             result.failed += 1
-            log.error("giving up on reply %s to %s after %d attempts: %s", row.message_id, row.recipient, row.attempts, exc)
-        elif isinstance(exc, Throttled):
+            log.error("giving up on reply %s to %s after %d attempts: %s", row.message_id, row.recipient, row.attempts, problem)
+        elif isinstance(problem, Throttled):
             result.throttled += 1
-            raise
+            raise problem
         else:
             row.next_attempt_at = now + backoff(row.attempts, config.smtp.retry_base_seconds)
             result.retried += 1
             log.warning(
-                "reply %s to %s: temporary failure (%s); retry at %s", row.message_id, row.recipient, exc, row.next_attempt_at
+                "reply %s to %s: temporary failure (%s); retry at %s", row.message_id, row.recipient, problem, row.next_attempt_at
             )
-        return
-    row.state, row.sent_at, row.last_error = "sent", utcnow(), None
-    result.sent += 1
+
+
+def _compose_all(rows: Sequence[OutboxMessage], config: Config) -> list[Outgoing | Exception]:
+    """Each row's message, or what composing it raised (on the composer thread)."""
+    messages: list[Outgoing | Exception] = []
+    for row in rows:
+        try:
+            messages.append(to_outgoing(row, config))
+        except Exception as exc:
+            messages.append(exc)
+    return messages
 
 
 def _quiet(future: asyncio.Future[Outgoing]) -> None:

@@ -12,9 +12,15 @@ CLI's test mail) is serialised here.
 from __future__ import annotations
 
 import asyncio
+import calendar
+import contextlib
+import hashlib
 import logging
 import mailbox
+import os
 import weakref
+from collections.abc import Sequence
+from datetime import datetime
 from email.message import Message
 from pathlib import Path
 from typing import Protocol
@@ -47,14 +53,48 @@ class Delivery(Protocol):
     async def close(self) -> None: ...
 
 
-class MaildirDelivery:
-    """The embedded default: replies land in ``<root>/<address>/`` (a Maildir)."""
+STAGING = ".staged"
+"""the Maildir root's folder where replies wait between writing and publishing
+(no address is named so: an address has an ``@``)"""
 
-    size = 4
-    """replies written at once (each in a thread)"""
+
+def maildir_name(message_id: str, created: datetime) -> str:
+    """A reply's file name in its recipient's Maildir: ``time.M<µs>X<digest>.pbmserv``,
+    the same every time the reply is written (so a rewrite replaces, never adds)."""
+    digest = hashlib.sha256(message_id.encode("utf-8", "surrogateescape")).hexdigest()[:20]
+    seconds = calendar.timegm(created.utctimetuple())
+    return f"{seconds}.M{created.microsecond:06d}X{digest}.pbmserv"
+
+
+def staged_name(key: int, message_id: str, created: datetime) -> str:
+    """A reply's name while staged: its outbox row's id, then its Maildir name."""
+    return f"{key}-{maildir_name(message_id, created)}"
+
+
+def staged_key(name: str) -> int | None:
+    """The outbox row id a staged name starts with (None: not one of ours)."""
+    head, dash, _ = name.partition("-")
+    return int(head) if dash and head.isdigit() else None
+
+
+class MaildirDelivery:
+    """The embedded default: replies land in ``<root>/<address>/`` (a Maildir).
+
+    The outbox writes them in two steps (:meth:`stage`, then :meth:`publish` once
+    their outcome is committed), so a reply shows up exactly once however a crash
+    falls: a reply staged and not yet recorded as sent is staged again under the
+    same name (:func:`maildir_name`), and one recorded but not yet published is
+    published when the senders start again (``OutboxSenders``'s recovery, from
+    :meth:`staged`).  :meth:`deliver` writes one message at once (the CLI's mail)."""
+
+    size = 2
+    """batches staged at once (each in a thread)"""
 
     def __init__(self, root: str | Path) -> None:
         self.root = Path(root)
+        self.staging = self.root / STAGING
+        self._folders: set[Path] = set()
+        """folders known to exist with their new/, cur/ and tmp/"""
 
     def folder(self, address: str) -> Path:
         safe = address.lower().replace("/", "_")
@@ -70,8 +110,68 @@ class MaildirDelivery:
 
         await asyncio.to_thread(write)
 
+    # ------------------------------------------------ staged (the outbox's way)
+    def stage(self, replies: Sequence[tuple[str, bytes]]) -> list[OSError | None]:
+        """Write each (staged name, bytes) into the staging folder, each file
+        fsynced, then the folder once; what each write raised (None: written).
+        Blocking: run it in a thread."""
+        self.staging.mkdir(parents=True, exist_ok=True)
+        outcomes: list[OSError | None] = []
+        for name, data in replies:
+            path = self.staging / name
+            try:
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)
+                try:
+                    view = memoryview(data)
+                    while view:
+                        view = view[os.write(fd, view) :]
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
+            except OSError as exc:
+                with contextlib.suppress(OSError):
+                    path.unlink()
+                outcomes.append(exc)
+            else:
+                outcomes.append(None)
+        _fsync_folder(self.staging)
+        return outcomes
+
+    def publish(self, replies: Sequence[tuple[str, str]]) -> None:
+        """Move each (staged name, recipient) into the recipient's ``new/``, in
+        order; a name no longer staged was published already (by another worker's
+        recovery).  Blocking: run it in a thread."""
+        for name, recipient in replies:
+            folder = self.folder(recipient)
+            if folder not in self._folders:
+                for sub in ("tmp", "new", "cur"):
+                    (folder / sub).mkdir(parents=True, exist_ok=True)
+                self._folders.add(folder)
+            with contextlib.suppress(FileNotFoundError):
+                os.rename(self.staging / name, folder / "new" / name.split("-", 1)[-1])
+
+    def staged(self) -> list[str]:
+        """The names in the staging folder (replies written and not published)."""
+        try:
+            return sorted(entry.name for entry in os.scandir(self.staging) if entry.is_file())
+        except FileNotFoundError:
+            return []
+
+    def discard(self, names: Sequence[str]) -> None:
+        for name in names:
+            with contextlib.suppress(FileNotFoundError):
+                (self.staging / name).unlink()
+
     async def close(self) -> None:
         return None
+
+
+def _fsync_folder(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 class LoginFailed(RuntimeError):

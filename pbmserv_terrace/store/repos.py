@@ -575,6 +575,14 @@ class Outbox:
         if rows:
             await self.s.execute(_OUTCOME, [outcome_of(r) for r in rows])
 
+    async def of_ids(self, ids: Sequence[int]) -> list[OutboxMessage]:
+        """These replies (those that exist), by id."""
+        await self.write()
+        if not ids:
+            return []
+        stmt = select(OutboxMessage).where(OutboxMessage.id.in_(list(ids))).order_by(OutboxMessage.id)
+        return list((await self.s.execute(stmt)).scalars())
+
     async def pending_count(self) -> int:
         await self.write()
         stmt = select(func.count()).select_from(OutboxMessage).where(OutboxMessage.state == "pending")
