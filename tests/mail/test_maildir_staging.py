@@ -1,0 +1,366 @@
+"""Issue 18: a reply written into a local Maildir shows up exactly once, however
+a crash falls.  The outbox stages a claim's replies in ``<root>/.staged/``,
+commits their outcomes, and only then publishes them into the recipients'
+``new/`` (:class:`~pbmserv_terrace.mail.delivery.MaildirDelivery`,
+``OutboxSenders._send_staged``): a crash before the commit leaves the replies
+pending (staged again under the same name), one after it leaves them sent and
+staged (published by the next senders' recovery).  Recovery publishes only what
+is recorded as sent, drops what failed, and leaves pending replies and names
+that are not ours.  SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import asyncio
+import email
+import errno
+import os
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from email.message import Message
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pbmserv_terrace.app.compose import to_outgoing
+from pbmserv_terrace.app.outbox import OutboxSenders
+from pbmserv_terrace.config import Config, load_config
+from pbmserv_terrace.mail import delivery as delivery_module
+from pbmserv_terrace.mail.delivery import STAGING, MaildirDelivery, maildir_name, staged_key, staged_name
+from pbmserv_terrace.mail.message import Outgoing, build_message
+from pbmserv_terrace.store import Database, OutboxMessage, UnitOfWork, utcnow
+
+RECIPIENTS = ("ann@x.test", "Ben@X.Test", "cat@x.test")
+"""the replies go round these (Ben's folder is ``ben@x.test``: addresses are lower-cased)"""
+
+
+class Killed(BaseException):
+    """Stands for SIGKILL: nothing after it runs (not even ``except Exception``)."""
+
+
+class DiesAfterStaging(MaildirDelivery):
+    """The process dies once the claim's replies are staged, before their outcome is committed."""
+
+    def stage(self, replies: Sequence[tuple[str, bytes]]) -> list[OSError | None]:
+        super().stage(replies)
+        raise Killed
+
+
+class DiesBeforePublishing(MaildirDelivery):
+    """The process dies after the outcome commit, before anything is published."""
+
+    def publish(self, replies: Sequence[tuple[str, str]]) -> None:
+        raise Killed
+
+
+class DiskFillsUp:
+    """The delivery module's ``os``, on a disk that fills up half-way through the
+    file of the reply whose bytes hold ``marker`` (a short write, then ENOSPC)."""
+
+    def __init__(self, marker: bytes) -> None:
+        self.marker = marker
+        self.full: set[int] = set()
+        self.hit = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(os, name)
+
+    def write(self, fd: int, data: bytes | memoryview) -> int:
+        if fd in self.full:
+            self.full.discard(fd)  # (the number may be another file's later)
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        if self.marker in bytes(data):
+            self.full.add(fd)
+            self.hit += 1
+            return os.write(fd, bytes(data)[: len(data) // 2])
+        return os.write(fd, data)
+
+
+def mid(i: int) -> str:
+    return f"<m{i:02d}@srv.test>"
+
+
+def config(db_url: str) -> Config:
+    return load_config(None, {"PBMSERV_DATABASE_URL": db_url, "PBMSERV_ADDRESS": "pbm@srv.test"})
+
+
+async def database(db_url: str) -> Database:
+    db = Database(db_url)
+    await db.migrate()
+    return db
+
+
+START = utcnow() - timedelta(minutes=1)
+
+
+async def queue(db: Database, numbers: Sequence[int], **columns: Any) -> None:
+    """Replies ``mid(i)`` round the recipients, due now; each created a millisecond
+    after the one before, so their Maildir names (which start with the creation
+    time) sort in the queue's order."""
+    async with UnitOfWork(db) as uow:
+        for i in numbers:
+            row = {"message_id": mid(i), "recipient": RECIPIENTS[i % len(RECIPIENTS)], "subject": f"reply {i:02d}",
+                   "body": f"body {i}\n", "state": "pending", "attempts": 0, "next_attempt_at": START,
+                   "created_at": START + timedelta(milliseconds=i), **columns}  # fmt: skip
+            uow.outbox.queue(**row)
+        await uow.commit()
+
+
+async def rows(db: Database) -> dict[str, OutboxMessage]:
+    """Every reply, by Message-ID, as it is now."""
+    async with UnitOfWork(db) as uow:
+        found = {r.message_id: r for state in ("pending", "sent", "failed") for r in await uow.outbox.by_state(state)}
+        uow.session.expunge_all()  # kept as read (the end of the unit of work would expire them)
+        return found
+
+
+def name_of(row: OutboxMessage) -> str:
+    return staged_name(row.id, row.message_id, row.created_at)
+
+
+def delivered(root: Path) -> dict[str, list[Message]]:
+    """Each Maildir's messages in ``new/``, by folder, in file-name order."""
+    boxes: dict[str, list[Message]] = {}
+    for folder in sorted(p for p in root.iterdir() if p.is_dir() and p.name != STAGING):
+        assert {p.name for p in folder.iterdir()} == {"tmp", "new", "cur"}, folder
+        names = sorted(os.listdir(folder / "new"))
+        boxes[folder.name] = [email.message_from_bytes((folder / "new" / n).read_bytes()) for n in names]
+    return boxes
+
+
+def delivered_ids(root: Path) -> list[str]:
+    """The Message-IDs of every message in every ``new/`` (a duplicate shows twice)."""
+    if not root.exists():
+        return []
+    return sorted(str(m["Message-ID"]) for box in delivered(root).values() for m in box)
+
+
+def staged_files(root: Path) -> list[str]:
+    return MaildirDelivery(root).staged()
+
+
+def expected(numbers: Sequence[int]) -> list[str]:
+    return sorted(mid(i) for i in numbers)
+
+
+# -------------------------------------------------------------------- 1. plain
+def test_a_drain_writes_every_reply_once_into_its_recipients_maildir_in_order(db_url: str, tmp_path: Path) -> None:
+    root = tmp_path / "maildir"
+
+    async def run() -> tuple[int, dict[str, OutboxMessage]]:
+        db = await database(db_url)
+        await queue(db, range(20))
+        result = await OutboxSenders(db, MaildirDelivery(root), config(db_url), batch=4).drain()
+        found = await rows(db)
+        await db.close()
+        return result.sent, found
+
+    sent, found = asyncio.run(run())
+    assert sent == 20
+    assert {r.state for r in found.values()} == {"sent"} and {r.attempts for r in found.values()} == {1}
+    assert delivered_ids(root) == expected(range(20))  # each exactly once
+    boxes = delivered(root)
+    assert sorted(boxes) == sorted(a.lower() for a in RECIPIENTS)
+    for k, address in enumerate(RECIPIENTS):
+        mine = [i for i in range(20) if i % len(RECIPIENTS) == k]
+        box = boxes[address.lower()]
+        # sorted by file name (creation time first): the queue's order
+        assert [str(m["Message-ID"]) for m in box] == [mid(i) for i in mine]
+        assert [str(m["Subject"]) for m in box] == [f"reply {i:02d}" for i in mine]
+        assert {str(m["To"]) for m in box} == {address}
+    assert staged_files(root) == []
+
+
+# ------------------------------------------------------- 2. crash before commit
+def test_a_crash_after_staging_before_the_commit_stages_again_and_publishes_once(db_url: str, tmp_path: Path) -> None:
+    root = tmp_path / "maildir"
+
+    async def run() -> tuple[dict[str, OutboxMessage], list[str], list[str], int, dict[str, OutboxMessage]]:
+        db = await database(db_url)
+        cfg = config(db_url)
+        await queue(db, range(9))
+        with pytest.raises(Killed):
+            await OutboxSenders(db, DiesAfterStaging(root), cfg, batch=9).step()  # one claim: all nine
+        after_kill, staged_then, new_then = await rows(db), staged_files(root), delivered_ids(root)
+        result = await OutboxSenders(db, MaildirDelivery(root), cfg, batch=4).drain()  # the next start
+        final = await rows(db)
+        await db.close()
+        return after_kill, staged_then, new_then, result.sent, final
+
+    after_kill, staged_then, new_then, sent, final = asyncio.run(run())
+    assert {(r.state, r.attempts) for r in after_kill.values()} == {("pending", 0)}  # nothing was recorded
+    assert new_then == []
+    assert staged_then == sorted(name_of(r) for r in after_kill.values())
+    assert sent == 9
+    assert delivered_ids(root) == expected(range(9))  # staged twice under one name: delivered once
+    assert staged_files(root) == []
+    assert {(r.state, r.attempts) for r in final.values()} == {("sent", 1)}
+
+
+# ----------------------------------------------------- 3. crash before publish
+def test_a_crash_after_the_commit_before_publishing_is_published_by_the_next_senders(db_url: str, tmp_path: Path) -> None:
+    root = tmp_path / "maildir"
+
+    async def run() -> tuple[dict[str, OutboxMessage], list[str], list[str], int, dict[str, OutboxMessage]]:
+        db = await database(db_url)
+        cfg = config(db_url)
+        await queue(db, range(6))
+        with pytest.raises(Killed):
+            await OutboxSenders(db, DiesBeforePublishing(root), cfg, batch=6).step()
+        after_kill, staged_then, new_then = await rows(db), staged_files(root), delivered_ids(root)
+        await queue(db, [6])  # one more, so that the next senders claim something (and recover first)
+        result = await OutboxSenders(db, MaildirDelivery(root), cfg, batch=4).drain()
+        final = await rows(db)
+        await db.close()
+        return after_kill, staged_then, new_then, result.sent, final
+
+    after_kill, staged_then, new_then, sent, final = asyncio.run(run())
+    assert {(r.state, r.attempts) for r in after_kill.values()} == {("sent", 1)}
+    assert new_then == []
+    assert staged_then == sorted(name_of(r) for r in after_kill.values())
+    assert sent == 1  # only the new reply was sent; the six were published, not sent again
+    assert delivered_ids(root) == expected(range(7))
+    boxes = delivered(root)
+    for k, address in enumerate(RECIPIENTS):
+        assert [str(m["Message-ID"]) for m in boxes[address.lower()]] == [mid(i) for i in range(7) if i % 3 == k]
+    assert staged_files(root) == []
+    assert {(r.state, r.attempts) for r in final.values()} == {("sent", 1)}
+
+
+# ------------------------------------------------------- 4. staging fails
+def test_a_reply_that_cannot_be_staged_stays_pending_and_leaves_nothing_staged(
+    db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "maildir"
+    disk = DiskFillsUp(mid(4).encode())
+    monkeypatch.setattr(delivery_module, "os", disk)
+
+    async def run() -> tuple[dict[str, OutboxMessage], list[str], list[str], datetime, dict[str, OutboxMessage]]:
+        db = await database(db_url)
+        cfg = config(db_url)
+        await queue(db, range(9))
+        await OutboxSenders(db, MaildirDelivery(root), cfg, batch=3).drain()
+        after, staged_then, new_then, checked = await rows(db), staged_files(root), delivered_ids(root), utcnow()
+        monkeypatch.undo()  # room on the disk again; the retry is due later
+        await OutboxSenders(db, MaildirDelivery(root), cfg, batch=3).drain(after[mid(4)].next_attempt_at)
+        final = await rows(db)
+        await db.close()
+        return after, staged_then, new_then, checked, final
+
+    after, staged_then, new_then, checked, final = asyncio.run(run())
+    assert disk.hit == 1
+    failed = after.pop(mid(4))
+    assert (failed.state, failed.attempts) == ("pending", 1)
+    assert failed.next_attempt_at > checked
+    assert failed.last_error is not None and "No space left on device" in failed.last_error, failed.last_error
+    assert {(r.state, r.attempts) for r in after.values()} == {("sent", 1)}
+    assert staged_then == []  # the half-written file went with the error
+    assert new_then == expected([i for i in range(9) if i != 4])
+    # tried again when due: delivered once
+    assert delivered_ids(root) == expected(range(9))
+    assert (final[mid(4)].state, final[mid(4)].attempts) == ("sent", 2)
+    assert staged_files(root) == []
+
+
+# ------------------------------------------------- 5. what recovery leaves alone
+def test_recovery_publishes_the_sent_drops_the_failed_and_leaves_the_rest(db_url: str, tmp_path: Path) -> None:
+    root = tmp_path / "maildir"
+    staging = root / STAGING
+
+    async def run() -> tuple[dict[str, OutboxMessage], dict[str, bytes], dict[str, OutboxMessage]]:
+        db = await database(db_url)
+        cfg = config(db_url)
+        await queue(db, [0], state="sent", attempts=1, sent_at=START)
+        await queue(db, [1], state="failed", attempts=3, last_error="permanent: 550 no such user")
+        await queue(db, [2], next_attempt_at=utcnow() + timedelta(hours=1))  # pending, not due
+        await queue(db, [3])  # due: the claim that runs recovery
+        before = await rows(db)
+        sent, failed, waiting = before[mid(0)], before[mid(1)], before[mid(2)]
+        files = {
+            name_of(sent): to_outgoing(sent, cfg).data,
+            name_of(failed): to_outgoing(failed, cfg).data,
+            name_of(waiting): to_outgoing(waiting, cfg).data,
+            "notours.txt": b"someone else's\n",
+            "99999-somethingelse": b"no such reply\n",
+            f"{sent.id}-{maildir_name('<other@srv.test>', sent.created_at)}": b"not this reply's name\n",
+            f"{failed.id}-{maildir_name(failed.message_id, failed.created_at + timedelta(seconds=1))}": b"nor this\n",
+        }
+        staging.mkdir(parents=True)
+        for name, data in files.items():
+            (staging / name).write_bytes(data)
+        await OutboxSenders(db, MaildirDelivery(root), cfg).drain()
+        final = await rows(db)
+        await db.close()
+        return before, files, final
+
+    before, files, final = asyncio.run(run())
+    sent, failed, waiting = before[mid(0)], before[mid(1)], before[mid(2)]
+    assert delivered_ids(root) == expected([0, 3])  # the sent one published, the due one sent
+    left = {name: (staging / name).read_bytes() for name in staged_files(root)}
+    assert left == {name: data for name, data in files.items() if name not in (name_of(sent), name_of(failed))}
+    assert name_of(waiting) in left  # a pending reply's file stays (it is staged again when sent)
+    assert [(final[mid(i)].state, final[mid(i)].attempts) for i in range(4)] == [
+        ("sent", 1), ("failed", 3), ("pending", 0), ("sent", 1)
+    ]  # fmt: skip
+
+
+# ----------------------------------------------------------------- 6. names
+def test_maildir_names_are_fixed_by_the_reply_and_staged_names_carry_the_row_id() -> None:
+    created = datetime(2026, 1, 2, 3, 4, 5, 678)
+    odd = "<a/b:c@srv.test>"
+    assert maildir_name(odd, created) == maildir_name(odd, datetime(2026, 1, 2, 3, 4, 5, 678))
+    assert maildir_name(odd, created) != maildir_name("<a/b:d@srv.test>", created)
+    assert maildir_name(odd, created).startswith("1767323045.M000678X")
+    assert maildir_name(odd, created) < maildir_name(odd, created + timedelta(microseconds=1))
+    for name in (maildir_name(odd, created), staged_name(7, odd, created)):
+        assert "/" not in name and ":" not in name, name
+    assert staged_name(7, odd, created) == "7-" + maildir_name(odd, created)
+    assert staged_key(staged_name(7, odd, created)) == 7
+    assert staged_key("x-y") is None
+    assert staged_key("notours.txt") is None
+    assert staged_key("-7") is None
+    assert staged_key("42") is None  # no dash: not a staged name
+    assert staged_key("99999-somethingelse") == 99999
+
+
+# ------------------------------------------- a foreign name that looks like ours
+def test_a_foreign_name_with_superscript_digits_does_not_stop_sending(db_url: str, tmp_path: Path) -> None:
+    """``staged_key`` tests the head with ``str.isdigit``, which ``²`` passes and
+    ``int`` refuses: a stray ``²-x`` in the staging folder must be left like any
+    other foreign name, not raise in recovery."""
+    root = tmp_path / "maildir"
+
+    async def run() -> int:
+        db = await database(db_url)
+        await queue(db, range(3))
+        (root / STAGING).mkdir(parents=True)
+        (root / STAGING / "²-x").write_bytes(b"someone else's\n")
+        try:
+            return (await OutboxSenders(db, MaildirDelivery(root), config(db_url)).drain()).sent
+        finally:
+            await db.close()
+
+    assert asyncio.run(run()) == 3
+    assert delivered_ids(root) == expected(range(3))
+    assert staged_files(root) == ["²-x"]
+
+
+# ------------------------------------------------------ 7. the one-off deliver
+def test_deliver_writes_one_message_straight_into_new(tmp_path: Path) -> None:
+    root = tmp_path / "maildir"
+    maildir = MaildirDelivery(root)
+
+    def message(i: int) -> Message:
+        return build_message(sender="pbm@srv.test", sender_name="PBM Server", recipient="Dee@X.Test",
+                             subject=f"test {i}", body="hello\n", message_id=mid(i), in_reply_to=None,
+                             date=datetime(2026, 1, 2))  # fmt: skip
+
+    async def run() -> None:
+        await maildir.deliver(message(1), "Dee@X.Test")  # the CLI's test mail
+        await maildir.deliver(Outgoing.of(message(2), "pbm@srv.test"), "Dee@X.Test")
+        await maildir.close()
+
+    asyncio.run(run())
+    assert delivered_ids(root) == [mid(1), mid(2)]
+    assert sorted(str(m["Subject"]) for m in delivered(root)["dee@x.test"]) == ["test 1", "test 2"]
+    assert not (root / STAGING).exists()
