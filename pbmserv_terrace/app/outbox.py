@@ -139,6 +139,8 @@ class OutboxSenders:
         some were held back: recipients being sent to elsewhere, the rate limit
         or a pause)."""
         async with self._claiming:
+            if not self._recovered and isinstance(self.delivery, MaildirDelivery):
+                await self._recover(self.delivery)
             allowed = self.allowance()
             if not allowed:
                 return 0, True
@@ -189,8 +191,6 @@ class OutboxSenders:
         and recorded as sent (the next start publishes them: :meth:`_recover`).
         So each reply shows up once, and the per-reply cost is a file's, not a
         transaction's."""
-        if not self._recovered:
-            await self._recover(maildir)
         messages = await asyncio.get_running_loop().run_in_executor(COMPOSER, _compose_all, rows, self.config)
         names = [staged_name(row.id, row.message_id, row.created_at) for row in rows]
         ready = [(i, message) for i, message in enumerate(messages) if isinstance(message, Outgoing)]
@@ -208,17 +208,26 @@ class OutboxSenders:
         return len(rows)
 
     async def _recover(self, maildir: MaildirDelivery) -> None:
-        """Once, before the first staged claim: publish what a crash left staged
-        after its outcome was committed, and drop what was staged for a reply that
-        failed since.  A pending reply's file is left (it is staged again, under
-        the same name, when it is sent); names that are not ours are left alone."""
-        self._recovered = True
+        """Before the first claim: publish what a stop left staged after its
+        outcome was committed, and drop what was staged for a reply that failed
+        since.  A pending reply's file is left (it is staged again, under the same
+        name, when it is sent); names that are not ours are left alone.  If this
+        fails (the database is away), sending goes on and the next step tries again."""
+        try:
+            await self._recover_staged(maildir)
+        except Exception:
+            log.exception("publishing the replies a stop left staged failed; trying again at the next claim")
+        else:
+            self._recovered = True
+
+    async def _recover_staged(self, maildir: MaildirDelivery) -> None:
         names = await asyncio.to_thread(maildir.staged)
         keys = {name: key for name in names if (key := staged_key(name)) is not None}
         if not keys:
             return
         async with self.db.reading() as reader:
             found = {row.id: row for row in await Outbox(reader).of_ids(sorted(set(keys.values())))}
+            reader.expunge_all()  # kept as read (the read's rollback would expire them)
         publish, drop = [], []
         for name, key in keys.items():
             row = found.get(key)

@@ -74,7 +74,7 @@ def staged_name(key: int, message_id: str, created: datetime) -> str:
 def staged_key(name: str) -> int | None:
     """The outbox row id a staged name starts with (None: not one of ours)."""
     head, dash, _ = name.partition("-")
-    return int(head) if dash and head.isdigit() else None
+    return int(head) if dash and head.isascii() and head.isdigit() else None
 
 
 class MaildirDelivery:

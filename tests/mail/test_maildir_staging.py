@@ -227,6 +227,65 @@ def test_a_crash_after_the_commit_before_publishing_is_published_by_the_next_sen
     assert {(r.state, r.attempts) for r in final.values()} == {("sent", 1)}
 
 
+def test_the_next_senders_publish_what_was_left_staged_even_with_nothing_to_send(db_url: str, tmp_path: Path) -> None:
+    root = tmp_path / "maildir"
+
+    async def run() -> tuple[int, list[str]]:
+        db = await database(db_url)
+        cfg = config(db_url)
+        await queue(db, range(4))
+        with pytest.raises(Killed):
+            await OutboxSenders(db, DiesBeforePublishing(root), cfg, batch=4).step()
+        tried, _ = await OutboxSenders(db, MaildirDelivery(root), cfg).step()  # a start: nothing is due
+        await db.close()
+        return tried, staged_files(root)
+
+    tried, staged = asyncio.run(run())
+    assert tried == 0
+    assert delivered_ids(root) == expected(range(4))
+    assert staged == []
+
+
+class StagedListingFails(MaildirDelivery):
+    """The staging folder cannot be read the first time (recovery fails once)."""
+
+    def __init__(self, root: Path) -> None:
+        super().__init__(root)
+        self.listings = 0
+
+    def staged(self) -> list[str]:
+        self.listings += 1
+        if self.listings == 1:
+            raise PermissionError("staging folder unreadable")
+        return super().staged()
+
+
+def test_a_failed_recovery_does_not_stop_sending_and_is_tried_again(db_url: str, tmp_path: Path) -> None:
+    root = tmp_path / "maildir"
+
+    async def run() -> tuple[int, int, list[str]]:
+        db = await database(db_url)
+        cfg = config(db_url)
+        await queue(db, range(3))
+        with pytest.raises(Killed):
+            await OutboxSenders(db, DiesBeforePublishing(root), cfg, batch=3).step()
+        await queue(db, [3])
+        delivery = StagedListingFails(root)
+        senders = OutboxSenders(db, delivery, cfg, batch=4)
+        first, _ = await senders.step()  # recovery fails; the new reply goes anyway
+        after_first = delivered_ids(root)
+        await senders.step()  # recovery again: the three left staged are published
+        await db.close()
+        return first, delivery.listings, after_first
+
+    first, listings, after_first = asyncio.run(run())
+    assert first == 1
+    assert after_first == expected([3])
+    assert listings == 2
+    assert delivered_ids(root) == expected(range(4))
+    assert staged_files(root) == []
+
+
 # ------------------------------------------------------- 4. staging fails
 def test_a_reply_that_cannot_be_staged_stays_pending_and_leaves_nothing_staged(
     db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
