@@ -36,6 +36,7 @@ import argparse
 import asyncio
 import collections
 import contextlib
+import imaplib
 import os
 import random
 import re
@@ -158,12 +159,15 @@ class Watch:
         self.loop.call_soon_threadsafe(lambda: self.events.setdefault(mid, asyncio.Event()).set())
 
 
-def start_relay(dovecot: DovecotServer, watch_of: list[Watch]) -> tuple[subprocess.Popen[str], int]:
+def start_relay(dovecot: DovecotServer, watch_of: list[Watch], discard: bool = False) -> tuple[subprocess.Popen[str], int]:
     """The SMTP relay into Dovecot in a process of its own (as an MTA is, and so
     that it does not share this process's GIL with the simulated players); it
-    reports each relayed reply with the time it was handed to Dovecot."""
-    proc = subprocess.Popen([sys.executable, "-m", "pbmserv_terrace.testing.dovecot", str(dovecot.lmtp_port)],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)  # fmt: skip
+    reports each relayed reply with the time it was handed to Dovecot (``discard``:
+    taken and dropped, a sink)."""
+    command = [sys.executable, "-m", "pbmserv_terrace.testing.dovecot", str(dovecot.lmtp_port)] + (
+        ["--discard"] if discard else []
+    )
+    proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     assert proc.stdout is not None
     port = int(proc.stdout.readline().split()[1])
 
@@ -214,6 +218,28 @@ async def seed(url: str, games: int) -> None:
     await db.close()
 
 
+def move_mail(g: int, k: int, move: str, run: str) -> tuple[str, bytes]:
+    """(Message-ID, bytes) of game ``g``'s ``k``-th move mail, from the player to move."""
+    player = f"w{g}" if k % 2 == 0 else f"b{g}"
+    mid = f"<m{g}.{k}.{run}@players.test>"
+    data = (f"From: {player}@players.test\r\nTo: {SERVER}\r\nSubject: terrace move {101 + g} {player} pw-{player} {move}\r\n"
+            f"Message-ID: {mid}\r\n\r\n\r\n").encode()  # fmt: skip
+    return mid, data
+
+
+def fill_backlog(dovecot: DovecotServer, moves: list[list[str]], run: str, plies: range) -> imaplib.IMAP4:
+    """Append these plies of every game, ply by ply (so each board's in order), to
+    the server's folder ``Backlog``; the logged-in connection, that folder selected."""
+    imap = imaplib.IMAP4("127.0.0.1", dovecot.imap_port, timeout=120)
+    imap.login(SERVER, "srv")
+    imap.create("Backlog")  # (NO when it exists: fine)
+    for k in plies:
+        for g, seq in enumerate(moves):
+            imap.append("Backlog", "", None, move_mail(g, k, seq[k], run)[1])
+    imap.select("Backlog")
+    return imap
+
+
 TARGET_RATE = 50.0
 """mails/s: the throughput target, and the load at which the latency target holds"""
 TARGET_P50 = 0.5
@@ -256,7 +282,7 @@ async def run(
         for i in range(workers)
     ]  # fmt: skip
     await asyncio.sleep(3)
-    moves = plan(args.games, args.moves)
+    moves = plan(args.games, args.moves + (args.warm if args.backlog else 0))
     latencies: list[float] = []
     sent_at: dict[str, float] = {}
     timeouts = 0
@@ -277,11 +303,8 @@ async def run(
         nonlocal timeouts
         for k, move in enumerate(moves[g]):
             await pace()
-            player = f"w{g}" if k % 2 == 0 else f"b{g}"
-            mid = f"<m{g}.{k}.{workdir.name}@players.test>"
-            data = (f"From: {player}@players.test\r\nTo: {SERVER}\r\nSubject: terrace move {101 + g} {player} pw-{player} {move}\r\n"
-                    f"Message-ID: {mid}\r\n\r\n\r\n").encode()  # fmt: skip
-            await asyncio.to_thread(dovecot.deliver, f"{player}@players.test", [SERVER], data)
+            mid, data = move_mail(g, k, move, workdir.name)
+            await asyncio.to_thread(dovecot.deliver, f"{'w' if k % 2 == 0 else 'b'}{g}@players.test", [SERVER], data)
             sent_at[mid] = time.time()
             try:
                 await asyncio.wait_for(watch.event(mid).wait(), timeout=120)
@@ -290,11 +313,46 @@ async def run(
                 return
             latencies.append(watch.seen[mid] - sent_at[mid])
 
+    def mids(plies: range) -> list[str]:
+        return [f"<m{g}.{k}.{workdir.name}@players.test>" for k in plies for g in range(args.games)]
+
+    async def answered(plies: range) -> None:
+        """Until every move mail of these plies has its first reply (or 600 s)."""
+        nonlocal timeouts
+        wanted = mids(plies)
+        try:
+            await asyncio.wait_for(asyncio.gather(*(watch.event(mid).wait() for mid in wanted)), timeout=600)
+        except TimeoutError:
+            timeouts += sum(1 for mid in wanted if mid not in watch.seen)
+
+    # --backlog: each run of plies is appended to a folder of the server's mailbox,
+    # then put into the INBOX at once (one MOVE); the run lasts until each has its
+    # first reply.  The first --warm plies go untimed: every worker's password
+    # cache learns most players (each worker checks each password once, as a
+    # long-running one has long since)
+    warm, timed = range(args.warm), range(args.warm, args.warm + args.moves)
+    if args.backlog and warm:
+        imap = await asyncio.to_thread(fill_backlog, dovecot, moves, workdir.name, warm)
+        t = time.perf_counter()
+        await asyncio.to_thread(imap.uid, "MOVE", "1:*", "INBOX")
+        await answered(warm)
+        await asyncio.to_thread(imap.logout)
+        print(f"  warm-up (untimed): {len(mids(warm))} move mails answered in {time.perf_counter() - t:.1f} s", flush=True)
+    if args.backlog:
+        imap = await asyncio.to_thread(fill_backlog, dovecot, moves, workdir.name, timed)
     start = time.perf_counter()
     cpu0 = [proc_cpu(p.pid) for p in procs], postgres_cpu(pg), box_cpu()
     xacts0 = await pg_transactions(url) if pg is not None else 0
     log0 = pg_log.stat().st_size if pg_log is not None else 0
-    await asyncio.gather(*(game(g) for g in range(args.games)))
+    if args.backlog:
+        moved_at = time.time()
+        await asyncio.to_thread(imap.uid, "MOVE", "1:*", "INBOX")
+        sent_at.update((mid, moved_at) for mid in mids(timed))
+        await answered(timed)
+        latencies.extend(watch.seen[mid] - moved_at for mid in mids(timed) if mid in watch.seen)
+        await asyncio.to_thread(imap.logout)
+    else:
+        await asyncio.gather(*(game(g) for g in range(args.games)))
     elapsed = time.perf_counter() - start
     cpu1 = [proc_cpu(p.pid) for p in procs], postgres_cpu(pg), box_cpu()
     log1 = pg_log.stat().st_size if pg_log is not None else 0
@@ -309,7 +367,7 @@ async def run(
     p50 = statistics.median(latencies) if latencies else float("nan")
     p99 = latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))] if latencies else float("nan")
     load = f" concurrency {args.concurrency} smtp {args.smtp_connections}"
-    load += (f" offered {rate:g}/s" if rate else " closed loop") + (
+    load += (" backlog" if args.backlog else f" offered {rate:g}/s" if rate else " closed loop") + (
         f" fast_poll {args.fast_poll}s" if args.fast_poll else " IDLE"
     )
     serves = [b - a for a, b in zip(cpu0[0], cpu1[0], strict=True)]
@@ -350,17 +408,24 @@ def main() -> None:
         "--statements", type=int, nargs="?", const=0, default=None, metavar="N",
         help="count the statements PostgreSQL ran per mail (log_statement = all); list the N most frequent",
     )  # fmt: skip
+    parser.add_argument(
+        "--backlog", action="store_true",
+        help="instead of the closed loop, a backlog: all --moves plies put into the INBOX at once, replies to a discarding relay",
+    )  # fmt: skip
+    parser.add_argument(
+        "--warm", type=int, default=6, help="--backlog: plies per game put in and answered before the clock starts"
+    )
     args = parser.parse_args()
     users = {SERVER: "srv", **{f"{c}{g}@players.test": "x" for g in range(args.games) for c in "wb"}}
     with tempfile.TemporaryDirectory() as tmp, DovecotServer(users) as dovecot:
         if os.environ.get("BENCH_KEEP_LOGS"):
             tmp = os.environ["BENCH_KEEP_LOGS"]
         watch_of: list[Watch] = []
-        relay, port = start_relay(dovecot, watch_of)
+        relay, port = start_relay(dovecot, watch_of, discard=args.backlog)
         scaling = args.workers > 1
         if scaling and args.db != "postgres":
             parser.error("--workers N > 1 shares one mailbox through PostgreSQL: use --db postgres")
-        rates = [0.0, TARGET_RATE] if args.rate is None and not scaling else [args.rate or 0.0]
+        rates = [0.0, TARGET_RATE] if args.rate is None and not scaling and not args.backlog else [args.rate or 0.0]
         runs = [(n, rate) for n in range(1, args.workers + 1) for rate in rates] if scaling else [(1, r) for r in rates]
         results = []
         try:
@@ -379,7 +444,7 @@ def main() -> None:
         if scaling:
             one = next((r[2][0] for r in results if r[0] == 1), 0.0)
             for n, rate, (per_s, p50, p99) in results:
-                load = f"offered {rate:g}/s" if rate else "closed loop"
+                load = "backlog" if args.backlog else f"offered {rate:g}/s" if rate else "closed loop"
                 print(f"{n} worker{'s' if n > 1 else ' '} ({load}): {per_s:6.1f} mails/s = {per_s / one if one else 0:.2f}x "
                       f"one worker; latency p50 {p50:.3f} s, p99 {p99:.3f} s")  # fmt: skip
             return

@@ -409,20 +409,23 @@ class _LmtpTarget(DovecotServer):
 
 
 def relay_main(argv: list[str] | None = None) -> None:
-    """``python -m pbmserv_terrace.testing.dovecot LMTP_PORT``: an SMTP relay into
-    that Dovecot in a process of its own (as an MTA is), for the end-to-end
-    benchmark.  Prints ``port N`` once listening, then ``relayed <In-Reply-To>
-    <unix time>`` for each relayed mail that answers another; stops at EOF on stdin."""
+    """``python -m pbmserv_terrace.testing.dovecot LMTP_PORT [--discard]``: an SMTP
+    relay into that Dovecot in a process of its own (as an MTA is), for the
+    end-to-end benchmark; with ``--discard`` it accepts each mail and drops it (a
+    sink, for runs that measure the servers rather than the players' mailboxes).
+    Prints ``port N`` once listening, then ``relayed <In-Reply-To> <unix time>``
+    for each relayed mail that answers another; stops at EOF on stdin."""
     import sys
     from email.parser import BytesHeaderParser
 
-    lmtp_port = int((argv or sys.argv[1:])[0])
+    args = argv or sys.argv[1:]
+    lmtp_port, discard = int(args[0]), "--discard" in args[1:]
     relay = LmtpRelay(_LmtpTarget(lmtp_port))
     lock = threading.Lock()
     original = relay.handler.handle_DATA
 
     async def handle_DATA(server: Any, session: Any, envelope: Any) -> str:
-        result = await original(server, session, envelope)
+        result = "250 OK discarded" if discard else await original(server, session, envelope)
         answered = BytesHeaderParser().parsebytes(envelope.original_content or envelope.content)["In-Reply-To"]
         if answered and result.startswith("250"):
             with lock:
