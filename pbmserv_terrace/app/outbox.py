@@ -1,10 +1,11 @@
 """Delivering the outbox: after commit, each pending reply goes out exactly as
 stored (same Message-ID on a retry), over SMTP or into a local Maildir.
 
-A sender does not start its next reply before the outcome of its previous one is
-committed, so a crash re-sends at most the one reply that was in flight on each
-connection (and with the same Message-ID, which lets clients that deduplicate do
-so).  The outcomes of replies that end at about the same time on several
+Over SMTP a sender does not start its next reply before the outcome of its
+previous one is committed, so a crash re-sends at most the one reply that was in
+flight on each connection (and with the same Message-ID, which lets clients that
+deduplicate do so).  Into Maildirs a whole claim is staged, recorded and then
+published, and a crash re-sends nothing twice (:meth:`OutboxSenders._send_staged`).  The outcomes of replies that end at about the same time on several
 connections are committed together, in one transaction (a group commit:
 :class:`OutboxSenders`).  Temporary failures are retried with exponential
 back-off until ``give_up_hours``; permanent rejections are recorded as ``failed``
