@@ -51,6 +51,9 @@ class ServerConfig:
     players); mails that may touch the same things always run in delivery order"""
     robot_workers: int = 1
     """worker processes computing the robot players' moves (``serve``; at least 1)"""
+    outbox_process: bool = True
+    """``serve`` sends replies from a process of its own (on another core than the
+    one handling mail); false: from the same process"""
 
 
 @dataclass

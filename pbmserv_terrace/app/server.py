@@ -1,5 +1,6 @@
 """``pbmserv-terrace serve``: inbound mail → service → outbox → delivery, plus the
-timer scheduler and a health endpoint, in one asyncio process.
+timer scheduler and a health endpoint, in one asyncio process (and the replies
+sent from a second one: :mod:`.sender`).
 
 Inbound is IMAP (configured) or the embedded SMTP listener; delivery is SMTP
 (configured) or local Maildirs.  On PostgreSQL several ``serve`` processes share
@@ -21,7 +22,6 @@ from sqlalchemy.exc import InterfaceError, OperationalError
 
 from ..config import Config
 from ..inbound import InboundMail
-from ..mail.delivery import delivery_for
 from ..mail.embedded import EmbeddedInbound
 from ..mail.imap import ImapInbound
 from ..mail.message import parse_message
@@ -31,13 +31,11 @@ from ..web import create_app, listen_socket, serve_web
 from .batching import GroupCommit
 from .health import HealthEndpoint, Metrics
 from .ordering import KeyedRunner
-from .outbox import OutboxSenders
 from .pipe import save_failed
 from .robots import RobotPlayer
+from .sender import SenderProcess, send_here
 
 log = logging.getLogger("pbmserv.serve")
-IDLE_SMTP_CLOSE = 10.0
-"""seconds without replies after which the SMTP connection is closed"""
 BATCH_LIMIT = 50
 """the most mails one transaction handles (:mod:`.batching`)"""
 CLAIMERS = 3
@@ -73,6 +71,8 @@ class Server:
         self._work = asyncio.Event()
         """the queue may hold mails this worker can claim"""
         self._claimers: list[asyncio.Task[None]] = []
+        self.sender: SenderProcess | None = None
+        """the sender process's keeper (``server.outbox_process``)"""
         self._parsed: dict[bytes, InboundMail] = {}
         """raw → the mail :meth:`describe` parsed, until :meth:`prepare` takes it"""
 
@@ -250,43 +250,13 @@ class Server:
 
     # ------------------------------------------------------------------- loops
     async def outbound_loop(self) -> None:
-        """Send replies as mails queue them: one sender per SMTP connection
-        (:class:`OutboxSenders`), each claiming what is due whenever it is free,
-        waking when a mail queued replies (or every few seconds, for retries).
-        Idle SMTP connections are closed after IDLE_SMTP_CLOSE seconds; at
-        shutdown what is due is sent once more."""
-        delivery = delivery_for(self.config)
-        senders = OutboxSenders(self.db, delivery, self.config)
-        last_sent = time.monotonic()
-
-        async def sender() -> None:
-            nonlocal last_sent
-            while not self.stopping.is_set():
-                try:
-                    sent, left_out = await senders.step()
-                except Exception:
-                    log.exception("sending replies failed; retrying")
-                    sent, left_out = 0, False
-                    await asyncio.sleep(1.0)
-                self.metrics.replies(senders.result.sent, senders.result.failed)
-                if sent:
-                    last_sent = time.monotonic()
-                    continue
-                if time.monotonic() - last_sent > IDLE_SMTP_CLOSE:
-                    await delivery.close()  # only the idle connections
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self.wake_outbound.wait(), timeout=0.2 if left_out else 5.0)
-                self.wake_outbound.clear()
-
-        try:
-            await asyncio.gather(*(sender() for _ in range(senders.size)))
-            await senders.drain()  # shutting down: what is due goes out once more
-        except Exception:
-            log.exception("sending replies at shutdown failed; they stay queued")
-        finally:
-            self.metrics.replies(senders.result.sent, senders.result.failed)
-            with contextlib.suppress(Exception):
-                await delivery.close()
+        """Send replies as mails queue them (:mod:`.sender`): from the sender
+        process, or with ``server.outbox_process`` false from this one."""
+        if self.config.server.outbox_process:
+            self.sender = SenderProcess(self.config, self.metrics)
+            await self.sender.run(self.wake_outbound, self.stopping)
+        else:
+            await send_here(self.db, self.config, self.wake_outbound, self.stopping, self.metrics)
 
     async def scheduler_loop(self) -> None:
         while not self.stopping.is_set():

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import logging
 import os
 import sys
 from collections.abc import Callable, Sequence
 
+from ..app import logs
 from ..app.pipe import handle_raw, read_stdin
 from ..mail.message import with_envelope_recipients
 from ..render.picture import write_png
@@ -129,9 +129,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
-    for noisy in ("mail.log", "alembic.runtime.migration", "aioimaplib.aioimaplib"):
-        logging.getLogger(noisy).setLevel(logging.WARNING)
+    logs.setup()
     handler: Handler = args.handler
     try:
         return handler(args)

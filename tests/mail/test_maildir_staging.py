@@ -172,22 +172,35 @@ def test_a_drain_writes_every_reply_once_into_its_recipients_maildir_in_order(db
 
 
 # ------------------------------------------------------- 2. crash before commit
-def test_a_crash_after_staging_before_the_commit_stages_again_and_publishes_once(db_url: str, tmp_path: Path) -> None:
-    root = tmp_path / "maildir"
+Crashed = tuple[dict[str, OutboxMessage], list[str], list[str], int, dict[str, OutboxMessage]]
+"""rows after the kill, staged names then, delivered ids then, replies the next
+senders sent, rows at the end"""
 
-    async def run() -> tuple[dict[str, OutboxMessage], list[str], list[str], int, dict[str, OutboxMessage]]:
+
+def crash_then_restart(db_url: str, root: Path, dying: MaildirDelivery, queued: int, more: Sequence[int] = ()) -> Crashed:
+    """``queued`` replies, one claim of them all by senders that die as ``dying``
+    does; then (``more`` queued) the next start's senders drain."""
+
+    async def run() -> Crashed:
         db = await database(db_url)
         cfg = config(db_url)
-        await queue(db, range(9))
+        await queue(db, range(queued))
         with pytest.raises(Killed):
-            await OutboxSenders(db, DiesAfterStaging(root), cfg, batch=9).step()  # one claim: all nine
+            await OutboxSenders(db, dying, cfg, batch=queued).step()  # one claim: all of them
         after_kill, staged_then, new_then = await rows(db), staged_files(root), delivered_ids(root)
+        if more:
+            await queue(db, more)
         result = await OutboxSenders(db, MaildirDelivery(root), cfg, batch=4).drain()  # the next start
         final = await rows(db)
         await db.close()
         return after_kill, staged_then, new_then, result.sent, final
 
-    after_kill, staged_then, new_then, sent, final = asyncio.run(run())
+    return asyncio.run(run())
+
+
+def test_a_crash_after_staging_before_the_commit_stages_again_and_publishes_once(db_url: str, tmp_path: Path) -> None:
+    root = tmp_path / "maildir"
+    after_kill, staged_then, new_then, sent, final = crash_then_restart(db_url, root, DiesAfterStaging(root), 9)
     assert {(r.state, r.attempts) for r in after_kill.values()} == {("pending", 0)}  # nothing was recorded
     assert new_then == []
     assert staged_then == sorted(name_of(r) for r in after_kill.values())
@@ -200,21 +213,8 @@ def test_a_crash_after_staging_before_the_commit_stages_again_and_publishes_once
 # ----------------------------------------------------- 3. crash before publish
 def test_a_crash_after_the_commit_before_publishing_is_published_by_the_next_senders(db_url: str, tmp_path: Path) -> None:
     root = tmp_path / "maildir"
-
-    async def run() -> tuple[dict[str, OutboxMessage], list[str], list[str], int, dict[str, OutboxMessage]]:
-        db = await database(db_url)
-        cfg = config(db_url)
-        await queue(db, range(6))
-        with pytest.raises(Killed):
-            await OutboxSenders(db, DiesBeforePublishing(root), cfg, batch=6).step()
-        after_kill, staged_then, new_then = await rows(db), staged_files(root), delivered_ids(root)
-        await queue(db, [6])  # one more, so that the next senders claim something (and recover first)
-        result = await OutboxSenders(db, MaildirDelivery(root), cfg, batch=4).drain()
-        final = await rows(db)
-        await db.close()
-        return after_kill, staged_then, new_then, result.sent, final
-
-    after_kill, staged_then, new_then, sent, final = asyncio.run(run())
+    # one more queued, so that the next senders also send something
+    after_kill, staged_then, new_then, sent, final = crash_then_restart(db_url, root, DiesBeforePublishing(root), 6, [6])
     assert {(r.state, r.attempts) for r in after_kill.values()} == {("sent", 1)}
     assert new_then == []
     assert staged_then == sorted(name_of(r) for r in after_kill.values())

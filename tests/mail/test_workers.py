@@ -201,14 +201,16 @@ def test_a_claim_takes_what_claimable_allows(pg_url):
 # ------------------------------------------------------- killed, three times over
 @pytest.mark.reliability
 def test_three_workers_sigkilled_during_a_stream_exactly_once(serve_factory, relay, dovecot, pg_cluster, tmp_path):
-    """700 mails from 20 players in 50 games; three workers on one mailbox and one
+    """1,400 mails from 20 players in 50 games; three workers on one mailbox and one
     PostgreSQL database; one of them, at random, is killed with SIGKILL (and
     restarted) thirty times while the stream is handled.  Afterwards the database
     equals an in-process replay of the stream in delivery order (so each board's
     moves were applied once each, in order), every mail was filed, nothing failed,
     and every reply was queued once and sent."""
-    # (long enough for twenty kills and more: with 500 mails the stream was done after 14-18)
-    mails = stream(seed=13, total=700)
+    # (long enough for twenty kills and more: with 500 mails the stream was done after
+    # 14-18; with 700, once replies went from a sender process of their own, after 19;
+    # with 1,000 after 20)
+    mails = stream(seed=13, total=1400)
     url = pg_cluster.create_database().replace("postgresql+asyncpg", "postgresql")
     for i in range(20):
         dovecot.add_user(f"p{i:02d}@players.test", "x")
