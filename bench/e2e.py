@@ -74,6 +74,18 @@ def proc_cpu(pid: int, *, reaped: bool = False) -> float:
     return ticks / TICK
 
 
+def tree_cpu(pid: int) -> float:
+    """CPU seconds of a process, its reaped children and its live ones (serve and
+    its sender process; the postmaster and its backends)."""
+    total = proc_cpu(pid, reaped=True)
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError, IndexError):
+                if int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1]) == pid:
+                    total += proc_cpu(int(entry.name))
+    return total
+
+
 def postgres_cpu(pg: PostgresCluster | None) -> float:
     """CPU seconds of the cluster: the postmaster, its reaped backends, its live ones."""
     if pg is None or pg.dir is None:
@@ -82,13 +94,7 @@ def postgres_cpu(pg: PostgresCluster | None) -> float:
         master = int((pg.dir / "data" / "postmaster.pid").read_text().split()[0])
     except (OSError, ValueError):
         return 0.0
-    total = proc_cpu(master, reaped=True)
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            with contextlib.suppress(OSError, IndexError):
-                if int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1]) == master:
-                    total += proc_cpu(int(entry.name))
-    return total
+    return tree_cpu(master)
 
 
 def box_cpu() -> float:
@@ -270,7 +276,7 @@ async def run(
     config = workdir / "pbmserv.toml"
     config.write_text(
         f'[server]\naddress = "{SERVER}"\ndatabase_url = "{url}"\npoll_interval = 5\nscheduler_interval = 3600\n'
-        f"concurrency = {args.concurrency}\n"
+        f"concurrency = {args.concurrency}\noutbox_process = {'false' if args.no_outbox_process else 'true'}\n"
         f'[imap]\nhost = "127.0.0.1"\nport = {dovecot.imap_port}\nuser = "{SERVER}"\npassword = "srv"\ntls = "none"\n'
         f"fast_poll = {args.fast_poll}\n"
         f'[smtp]\nhost = "127.0.0.1"\nport = {relay_port}\ntls = "none"\nconnections = {args.smtp_connections}\n'
@@ -341,7 +347,7 @@ async def run(
     if args.backlog:
         imap = await asyncio.to_thread(fill_backlog, dovecot, moves, workdir.name, timed)
     start = time.perf_counter()
-    cpu0 = [proc_cpu(p.pid) for p in procs], postgres_cpu(pg), box_cpu()
+    cpu0 = [tree_cpu(p.pid) for p in procs], postgres_cpu(pg), box_cpu()
     xacts0 = await pg_transactions(url) if pg is not None else 0
     log0 = pg_log.stat().st_size if pg_log is not None else 0
     if args.backlog:
@@ -354,7 +360,7 @@ async def run(
     else:
         await asyncio.gather(*(game(g) for g in range(args.games)))
     elapsed = time.perf_counter() - start
-    cpu1 = [proc_cpu(p.pid) for p in procs], postgres_cpu(pg), box_cpu()
+    cpu1 = [tree_cpu(p.pid) for p in procs], postgres_cpu(pg), box_cpu()
     log1 = pg_log.stat().st_size if pg_log is not None else 0
     await asyncio.sleep(1.0)  # backends report their counts at most once a second
     xacts = await pg_transactions(url) - xacts0 if pg is not None else 0

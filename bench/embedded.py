@@ -32,9 +32,10 @@ Figures (per round, then the best and the median over ``--repeat`` rounds):
   from the SQLite database), no mail refused, no reply pending or failed in the
   outbox, no ERROR in serve's log.
 The rate limit per sender is raised (PBMSERV_SERVER_RATE_LIMIT_PER_MINUTE), the
-web archive is off (PBMSERV_WEB_LISTEN=off); everything else is the default.
+web archive is off (PBMSERV_WEB_LISTEN=off); everything else is the default (the
+replies sent from the sender process; ``--no-outbox-process``: from serve's own).
 
-Run: python bench/embedded.py [--games 100] [--plies 16] [--connections 8] [--repeat 1] [--cold] [--keep DIR]
+Run: python bench/embedded.py [--games 100] [--plies 16] [--connections 8] [--repeat 1] [--cold] [--no-outbox-process] [--keep DIR]
 """
 
 from __future__ import annotations
@@ -169,7 +170,7 @@ def plan(path: Path, plies: int) -> list[Board]:
 
 
 # ------------------------------------------------------------------- serve
-def start_serve(workdir: Path, url: str, port: int) -> subprocess.Popen[bytes]:
+def start_serve(workdir: Path, url: str, port: int, outbox_process: bool = True) -> subprocess.Popen[bytes]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PBMSERV_")}
     env.update({
         "PBMSERV_DATABASE_URL": url,
@@ -177,6 +178,7 @@ def start_serve(workdir: Path, url: str, port: int) -> subprocess.Popen[bytes]:
         "PBMSERV_EMBEDDED_LISTEN_PORT": str(port),
         "PBMSERV_SERVER_RATE_LIMIT_PER_MINUTE": "1000000",  # the bench plays far faster than a person
         "PBMSERV_WEB_LISTEN": "off",
+        "PBMSERV_SERVER_OUTBOX_PROCESS": "true" if outbox_process else "false",
     })  # fmt: skip
     log = (workdir / "serve.log").open("wb")
     return subprocess.Popen([sys.executable, "-m", "pbmserv_terrace", "serve"], cwd=workdir, env=env,
@@ -228,7 +230,7 @@ def cpu_now(serve_pid: int) -> dict[str, float]:
     """CPU seconds so far of serve, of this process (the clients), and of the whole box."""
     user, nice, system, _idle, _iowait, irq, softirq, steal = (int(x) for x in Path("/proc/stat").read_text().split()[1:9])
     return {
-        "serve": proc_cpu(serve_pid),
+        "serve": proc_cpu(serve_pid) + sum(proc_cpu(c) for c in children(serve_pid)),  # (its sender process too)
         "client": proc_cpu(os.getpid()),
         "box": (user + nice + system + irq + softirq + steal) / TICK,
     }
@@ -397,6 +399,11 @@ def main() -> None:
     parser.add_argument("--connections", type=int, default=8, help="SMTP client connections (kept open)")
     parser.add_argument("--repeat", type=int, default=1, help="timed rounds, each --plies more plies per game")
     parser.add_argument("--cold", action="store_true", help="no warm-up round: the first timed round pays the password checks")
+    parser.add_argument(
+        "--no-outbox-process",
+        action="store_true",
+        help="serve sends replies from its own process ([server] outbox_process = false)",
+    )
     parser.add_argument("--keep", help="work in this directory (kept: serve.log, bench.db, maildirs) instead of a temporary one")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
@@ -413,7 +420,7 @@ def main() -> None:
         print(f"seeded {len(boards)} games at ply {boards[0].start_ply} and planned {total_plies} plies each "
               f"in {time.perf_counter() - t:.1f} s", flush=True)  # fmt: skip
         port = free_port()
-        proc = start_serve(workdir, url, port)
+        proc = start_serve(workdir, url, port, not args.no_outbox_process)
         try:
             print(f"serve (pid {proc.pid}) listening after {wait_listening(proc, port):.1f} s "
                   f"on 127.0.0.1:{port}", flush=True)  # fmt: skip
@@ -445,7 +452,9 @@ def main() -> None:
         print(f"250 latency: p50 {best.percentile(0.5) * 1000:.1f} ms, p99 {best.percentile(0.99) * 1000:.1f} ms")
         print(f"serve peak RSS: {mem.get('VmHWM', float('nan')):.0f} MB (target <= {TARGET_RSS_MB:.0f} MB); "
               f"VmRSS at the end {mem.get('VmRSS', float('nan')):.0f} MB"
-              + "".join(f"; child process {c} (not counted): VmHWM {m.get('VmHWM', 0):.0f} MB" for c, m in kids.items()))  # fmt: skip
+              + "".join(f"; child process {c}: VmHWM {m.get('VmHWM', 0):.0f} MB" for c, m in kids.items())
+              + (f"; serve and its children together: {mem.get('VmHWM', 0) + sum(m.get('VmHWM', 0) for m in kids.values()):.0f} MB"
+                 if kids else ""))  # fmt: skip
         want = {b.number: b.start_ply + total_plies for b in boards}
         behind = {n: (plies[n], want[n]) for n in want if plies[n] != want[n]}
         sent = sum(r.mails for r in rounds)
