@@ -418,6 +418,7 @@ def main() -> None:
         "--backlog", action="store_true",
         help="instead of the closed loop, a backlog: all --moves plies put into the INBOX at once, replies to a discarding relay",
     )  # fmt: skip
+    parser.add_argument("--no-outbox-process", action="store_true", help="serve sends replies from its own process")
     parser.add_argument(
         "--warm", type=int, default=6, help="--backlog: plies per game put in and answered before the clock starts"
     )

@@ -5,9 +5,9 @@ Over SMTP a sender does not start its next reply before the outcome of its
 previous one is committed, so a crash re-sends at most the one reply that was in
 flight on each connection (and with the same Message-ID, which lets clients that
 deduplicate do so).  Into Maildirs a whole claim is staged, recorded and then
-published, and a crash re-sends nothing twice (:meth:`OutboxSenders._send_staged`).  The outcomes of replies that end at about the same time on several
-connections are committed together, in one transaction (a group commit:
-:class:`OutboxSenders`).  Temporary failures are retried with exponential
+published, and a crash re-sends nothing twice (:meth:`OutboxSenders._send_staged`).
+The outcomes of replies that end at about the same time on several connections
+are committed together, in one transaction (a group commit: :class:`OutboxSenders`).  Temporary failures are retried with exponential
 back-off until ``give_up_hours``; permanent rejections are recorded as ``failed``
 at once.  A provider that says "slow down" (421/451/452) pauses all sending, and
 ``smtp.max_per_minute`` holds what is over the limit; either way the held replies

@@ -113,8 +113,6 @@ class SenderProcess:
     def __init__(self, config: Config, metrics: Metrics) -> None:
         self.config, self.metrics = config, metrics
         self.context = multiprocessing.get_context("spawn")  # never fork a process that has threads and sockets
-        self.started = 0
-        """sender processes started (more than one: one died and was replaced)"""
         self._before = (0, 0)
         """(sent, failed) of the sender processes that ended"""
         self._totals = (0, 0)
@@ -144,7 +142,6 @@ class SenderProcess:
             target=child_main, args=(self.config, orders_in, totals_out, os.getpid()), name="pbmserv-sender", daemon=True
         )
         process.start()  # (from the event loop's thread: the child's parent-death signal is tied to it)
-        self.started += 1
         orders_in.close()
         totals_out.close()
         os.set_blocking(orders.fileno(), False)
@@ -157,8 +154,12 @@ class SenderProcess:
             while True:
                 await wake.wait()
                 wake.clear()
-                with contextlib.suppress(BlockingIOError):  # full: the unread wakes do
+                try:
                     os.write(orders.fileno(), WAKE)
+                except BlockingIOError:
+                    pass  # full: the unread wakes do
+                except OSError:
+                    return  # it has ended: the sentinel says so
 
         forwarding = asyncio.create_task(forward())
         stop = asyncio.create_task(stopping.wait())

@@ -71,8 +71,6 @@ class Server:
         self._work = asyncio.Event()
         """the queue may hold mails this worker can claim"""
         self._claimers: list[asyncio.Task[None]] = []
-        self.sender: SenderProcess | None = None
-        """the sender process's keeper (``server.outbox_process``)"""
         self._parsed: dict[bytes, InboundMail] = {}
         """raw → the mail :meth:`describe` parsed, until :meth:`prepare` takes it"""
 
@@ -253,8 +251,7 @@ class Server:
         """Send replies as mails queue them (:mod:`.sender`): from the sender
         process, or with ``server.outbox_process`` false from this one."""
         if self.config.server.outbox_process:
-            self.sender = SenderProcess(self.config, self.metrics)
-            await self.sender.run(self.wake_outbound, self.stopping)
+            await SenderProcess(self.config, self.metrics).run(self.wake_outbound, self.stopping)
         else:
             await send_here(self.db, self.config, self.wake_outbound, self.stopping, self.metrics)
 
