@@ -222,10 +222,16 @@ class SenderProcess:
 def child_main(config: Config, orders: Connection, totals: Connection, parent: int) -> None:
     """The sender process (spawned by :class:`SenderProcess`)."""
     _die_with(parent)
-    # serve decides when to stop (a Ctrl-C or a service manager's SIGTERM reaches
-    # the whole group): it sends "s", and this process then sends what is due
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+
+    def stop_signal(signum: int, frame: object) -> None:
+        # serve decides when to stop (a Ctrl-C or a service manager's SIGTERM
+        # reaches the whole group): it sends "s", and this process then sends what
+        # is due.  Without serve there is nobody to wait for.
+        if os.getppid() != parent:
+            os._exit(1)
+
+    signal.signal(signal.SIGINT, stop_signal)
+    signal.signal(signal.SIGTERM, stop_signal)
     logs.setup()
     heap.settle()
     asyncio.run(_child(config, orders.fileno(), totals.fileno()))

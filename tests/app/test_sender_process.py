@@ -108,6 +108,12 @@ def test_replies_go_out_from_the_sender_process_and_metrics_count_them(tmp_path:
         wait_for(lambda: all(len(replies(tmp_path, f"{n}@home.test")) == 1 for n in ("ann", "ben", "cy")), "the replies")
         wait_for(lambda: serve.metric("pbmserv_replies_sent_total") == 3, "the metric to count the three replies")
         assert serve.sender_pid() == sender  # the same process sent them all
+        # a SIGTERM (or Ctrl-C) meant for the whole group: serve decides, the sender goes on
+        os.kill(sender, signal.SIGTERM)
+        os.kill(sender, signal.SIGINT)
+        serve.mail("dee@home.test", "signup dee pw-dee")
+        wait_for(lambda: len(replies(tmp_path, "dee@home.test")) == 1, "a reply after the signals")
+        assert serve.sender_pid() == sender and alive(sender)
     finally:
         code = serve.stop()
     assert code == 0
