@@ -11,11 +11,11 @@ guarantee of :mod:`.outbox` holds as it is.
 The two talk over two pipes.  ``serve`` sends ``w`` when mails queued replies
 (the senders wake at once instead of at their next look), and ``s`` when it
 stops: the senders send what is due once more and exit.  The sender process
-sends back its running totals (sent, failed) for ``/metrics``.  If the pipe ends without
-``s``, ``serve`` is gone (killed): the sender process exits at once, like it (and
-the kernel kills it with ``serve`` where it can, on Linux), so a new ``serve``
-never finds the old one's senders still at work.  A sender process that dies is
-started again after a pause.
+sends back its running totals (sent, failed) for ``/metrics``.  If the pipe ends
+without ``s``, ``serve`` is gone (killed): the sender process exits at once, like
+it (and the kernel kills it with ``serve`` where it can, on Linux), so a new
+``serve`` never finds the old one's senders still at work.  A sender process
+that dies is started again after a pause.
 """
 
 from __future__ import annotations
