@@ -82,8 +82,12 @@ async def state(url: str) -> dict:
         await db.close()
 
 
-async def replay(mails: list[bytes], url: str) -> None:
-    cfg = load_config(None, {"PBMSERV_DATABASE_URL": url, "PBMSERV_ADDRESS": SERVER, "PBMSERV_NAME": "Test PBM Server"})
+async def replay(mails: list[bytes], url: str, *, rate_limit: int | None = None) -> None:
+    """Handle ``mails`` in delivery order, one by one, in this process (what a crash-free run does)."""
+    env = {"PBMSERV_DATABASE_URL": url, "PBMSERV_ADDRESS": SERVER, "PBMSERV_NAME": "Test PBM Server"}
+    if rate_limit is not None:
+        env["PBMSERV_SERVER_RATE_LIMIT_PER_MINUTE"] = str(rate_limit)
+    cfg = load_config(None, env)
     db = Database(url)
     await db.migrate()
     service = Service(db, cfg)

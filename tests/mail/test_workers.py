@@ -26,6 +26,8 @@ from .conftest import SERVER, ServeProcess, addr
 from .test_crash_consistency import replay, state, stream
 
 pytestmark = [pytest.mark.postgres]
+NO_LIMIT = 1_000_000
+"""commands a sender may mail a minute, where a test's stream must never be throttled"""
 
 
 def workers(tmp_path: Path, dovecot, relay, url: str, n: int = 3, server_extra: str = "") -> list[ServeProcess]:
@@ -209,14 +211,16 @@ def test_three_workers_sigkilled_during_a_stream_exactly_once(serve_factory, rel
     and every reply was queued once and sent."""
     # (long enough for twenty kills and more: with 500 mails the stream was done after
     # 14-18; with 700, once replies went from a sender process of their own, after 19;
-    # with 1,000 after 20)
+    # with 1,000 after 20).  That is 70 mails a player: the per-sender throttle (60 a
+    # minute) would answer the replay, which runs in seconds, otherwise than the
+    # workers, whose run takes a minute and more; it is raised for both
     mails = stream(seed=13, total=1400)
     url = pg_cluster.create_database().replace("postgresql+asyncpg", "postgresql")
     for i in range(20):
         dovecot.add_user(f"p{i:02d}@players.test", "x")
     for raw in mails:
         dovecot.deliver("x@players.test", [SERVER], raw)
-    procs = [p.start() for p in workers(tmp_path, dovecot, relay, url)]
+    procs = [p.start() for p in workers(tmp_path, dovecot, relay, url, server_extra=f"rate_limit_per_minute = {NO_LIMIT}")]
     rng = random.Random(7)
     kills = 0
     restarting: dict[int, threading.Thread] = {}
@@ -244,7 +248,7 @@ def test_three_workers_sigkilled_during_a_stream_exactly_once(serve_factory, rel
     assert len(dovecot.fetch_all(SERVER, "processed")) == len(mails)
     got = asyncio.run(state(url))
     expected_url = pg_cluster.create_database()
-    asyncio.run(replay(mails, expected_url))
+    asyncio.run(replay(mails, expected_url, rate_limit=NO_LIMIT))
     want = asyncio.run(state(expected_url))
     assert got["users"] == want["users"]
     assert got["games"] == want["games"]
