@@ -94,11 +94,12 @@ async def send_replies(
             await delivery.close()
 
 
-async def send_here(db: Database, config: Config, wake: asyncio.Event, stopping: asyncio.Event, metrics: Metrics) -> None:
-    """The senders in this process."""
+async def send_here(
+    db: Database, config: Config, wake: asyncio.Event, stopping: asyncio.Event, progress: Callable[[DrainResult], None]
+) -> None:
+    """The senders in this process (``serve``'s own, or the sender process's)."""
     delivery = delivery_for(config)
-    await send_replies(OutboxSenders(db, delivery, config), delivery, wake, stopping,
-                       lambda r: metrics.replies(r.sent, r.failed))  # fmt: skip
+    await send_replies(OutboxSenders(db, delivery, config), delivery, wake, stopping, progress)
 
 
 class SenderProcess:
@@ -268,9 +269,8 @@ async def _child(config: Config, orders: int, totals: int) -> None:
                 os.write(totals, f"{result.sent} {result.failed}\n".encode())
 
     db = Database(config.server.database_url)
-    delivery = delivery_for(config)
     try:
-        await send_replies(OutboxSenders(db, delivery, config), delivery, wake, stopping, progress)
+        await send_here(db, config, wake, stopping, progress)
     finally:
         await db.close()
         os.set_blocking(totals, True)

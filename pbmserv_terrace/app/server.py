@@ -253,7 +253,8 @@ class Server:
         if self.config.server.outbox_process:
             await SenderProcess(self.config, self.metrics).run(self.wake_outbound, self.stopping)
         else:
-            await send_here(self.db, self.config, self.wake_outbound, self.stopping, self.metrics)
+            await send_here(self.db, self.config, self.wake_outbound, self.stopping,
+                            lambda r: self.metrics.replies(r.sent, r.failed))  # fmt: skip
 
     async def scheduler_loop(self) -> None:
         while not self.stopping.is_set():

@@ -77,6 +77,11 @@ def staged_key(name: str) -> int | None:
     return int(head) if dash and head.isascii() and head.isdigit() else None
 
 
+def published_name(staged: str) -> str:
+    """A staged reply's name in its recipient's ``new/`` (the Maildir name)."""
+    return staged.partition("-")[2]
+
+
 class MaildirDelivery:
     """The embedded default: replies land in ``<root>/<address>/`` (a Maildir).
 
@@ -148,7 +153,7 @@ class MaildirDelivery:
                     (folder / sub).mkdir(parents=True, exist_ok=True)
                 self._folders.add(folder)
             with contextlib.suppress(FileNotFoundError):
-                os.rename(self.staging / name, folder / "new" / name.split("-", 1)[-1])
+                os.rename(self.staging / name, folder / "new" / published_name(name))
 
     def staged(self) -> list[str]:
         """The names in the staging folder (replies written and not published)."""
