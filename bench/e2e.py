@@ -7,8 +7,10 @@ of a move into the server's mailbox to the moment the relay (an SMTP server in a
 process of its own) has delivered the first reply to it into the player's
 Dovecot mailbox.
 
-Targets (issue 7): >= 50 mails/s with one serve, p50 latency <= 0.5 s.
-By default two runs, each on a fresh database with the games just challenged:
+Targets (issue 18; issue 7 asked for 50 mails/s and a p50 of 0.5 s): >= 200
+mails/s closed loop with one serve; at 50 mails/s offered, p50 <= 0.2 s and
+p99 <= 1 s.  By default two runs, each on a fresh database with the games just
+challenged:
 1. closed loop: every game sends its next move the moment its reply is out (100
    mails in flight all the time): the throughput figure.  Its latency is mostly
    queueing (Little's law: 100 in flight / throughput).
@@ -22,7 +24,10 @@ and where the CPU went: the serve processes, PostgreSQL (the postmaster, its liv
 backends and the ones it reaped), and the rest of the box (Dovecot, the relay, the
 simulated players, and whatever else runs).
 Every serve starts with an empty password cache, so each of the 200 players'
-first move costs one scrypt check (~45 ms of CPU): that start-up burst is the p99.
+first move costs one password check (~45 ms of CPU).  The first ``--warm``
+plies (default 6) of each game go untimed, in the run's own mode, and their
+latencies are printed as the cold start's; the timed plies that follow meet a
+warm cache, as a long-running server's players do.
 On PostgreSQL each run also prints the database's transactions per mail
 (pg_stat_database), and with ``--statements`` the statements per mail that the
 serve processes sent (``log_statement = all`` on the run's database; the top
@@ -188,6 +193,14 @@ def start_relay(dovecot: DovecotServer, watch_of: list[Watch], discard: bool = F
     return proc, port
 
 
+def percentiles(latencies: list[float]) -> tuple[float, float]:
+    """(p50, p99) of these latencies (NaN when there are none)."""
+    if not latencies:
+        return float("nan"), float("nan")
+    ordered = sorted(latencies)
+    return statistics.median(ordered), ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
+
+
 def plan(games: int, moves: int) -> list[list[str]]:
     out = []
     for g in range(games):
@@ -246,9 +259,12 @@ def fill_backlog(dovecot: DovecotServer, moves: list[list[str]], run: str, plies
     return imap
 
 
-TARGET_RATE = 50.0
-"""mails/s: the throughput target, and the load at which the latency target holds"""
-TARGET_P50 = 0.5
+TARGET_RATE = 200.0
+"""mails/s: the closed loop's throughput target (issue 18; issue 7's was 50)"""
+OFFERED = 50.0
+"""mails/s: the open loop's offered load, at which the latency targets hold"""
+TARGET_P50, TARGET_P99 = 0.2, 1.0
+"""seconds: the latency targets at OFFERED (issue 18; issue 7's p50 was 0.5)"""
 
 
 async def run(
@@ -288,7 +304,7 @@ async def run(
         for i in range(workers)
     ]  # fmt: skip
     await asyncio.sleep(3)
-    moves = plan(args.games, args.moves + (args.warm if args.backlog else 0))
+    moves = plan(args.games, args.warm + args.moves)
     latencies: list[float] = []
     sent_at: dict[str, float] = {}
     timeouts = 0
@@ -305,11 +321,11 @@ async def run(
         next_slot = slot + 1.0 / rate
         await asyncio.sleep(slot - now)
 
-    async def game(g: int) -> None:
+    async def game(g: int, plies: range, into: list[float]) -> None:
         nonlocal timeouts
-        for k, move in enumerate(moves[g]):
+        for k in plies:
             await pace()
-            mid, data = move_mail(g, k, move, workdir.name)
+            mid, data = move_mail(g, k, moves[g][k], workdir.name)
             await asyncio.to_thread(dovecot.deliver, f"{'w' if k % 2 == 0 else 'b'}{g}@players.test", [SERVER], data)
             sent_at[mid] = time.time()
             try:
@@ -317,7 +333,7 @@ async def run(
             except TimeoutError:
                 timeouts += 1
                 return
-            latencies.append(watch.seen[mid] - sent_at[mid])
+            into.append(watch.seen[mid] - sent_at[mid])
 
     def mids(plies: range) -> list[str]:
         return [f"<m{g}.{k}.{workdir.name}@players.test>" for k in plies for g in range(args.games)]
@@ -331,11 +347,12 @@ async def run(
         except TimeoutError:
             timeouts += sum(1 for mid in wanted if mid not in watch.seen)
 
-    # --backlog: each run of plies is appended to a folder of the server's mailbox,
-    # then put into the INBOX at once (one MOVE); the run lasts until each has its
-    # first reply.  The first --warm plies go untimed: every worker's password
-    # cache learns most players (each worker checks each password once, as a
-    # long-running one has long since)
+    # The first --warm plies go untimed: every worker's password cache learns
+    # most players (each worker checks each password once, as a long-running one
+    # has long since).  Their latencies are printed as the cold start's.  With
+    # --backlog each run of plies is appended to a folder of the server's mailbox,
+    # then put into the INBOX at once (one MOVE); the run lasts until each has
+    # its first reply.
     warm, timed = range(args.warm), range(args.warm, args.warm + args.moves)
     if args.backlog and warm:
         imap = await asyncio.to_thread(fill_backlog, dovecot, moves, workdir.name, warm)
@@ -344,6 +361,14 @@ async def run(
         await answered(warm)
         await asyncio.to_thread(imap.logout)
         print(f"  warm-up (untimed): {len(mids(warm))} move mails answered in {time.perf_counter() - t:.1f} s", flush=True)
+    elif warm:
+        cold: list[float] = []
+        t = time.perf_counter()
+        await asyncio.gather(*(game(g, warm, cold) for g in range(args.games)))
+        c50, c99 = percentiles(cold)
+        print(f"  warm-up (untimed, cold password cache): {len(cold)} move mails answered in {time.perf_counter() - t:.1f} s; "
+              f"latency p50 {c50:.3f} s, p99 {c99:.3f} s", flush=True)  # fmt: skip
+        next_slot = time.perf_counter()
     if args.backlog:
         imap = await asyncio.to_thread(fill_backlog, dovecot, moves, workdir.name, timed)
     start = time.perf_counter()
@@ -358,7 +383,7 @@ async def run(
         latencies.extend(watch.seen[mid] - moved_at for mid in mids(timed) if mid in watch.seen)
         await asyncio.to_thread(imap.logout)
     else:
-        await asyncio.gather(*(game(g) for g in range(args.games)))
+        await asyncio.gather(*(game(g, timed, latencies) for g in range(args.games)))
     elapsed = time.perf_counter() - start
     cpu1 = [tree_cpu(p.pid) for p in procs], postgres_cpu(pg), box_cpu()
     log1 = pg_log.stat().st_size if pg_log is not None else 0
@@ -369,9 +394,7 @@ async def run(
     for p in procs:
         p.wait(60)
     done = len(latencies)
-    latencies.sort()
-    p50 = statistics.median(latencies) if latencies else float("nan")
-    p99 = latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))] if latencies else float("nan")
+    p50, p99 = percentiles(latencies)
     load = f" concurrency {args.concurrency} smtp {args.smtp_connections}"
     load += (" backlog" if args.backlog else f" offered {rate:g}/s" if rate else " closed loop") + (
         f" fast_poll {args.fast_poll}s" if args.fast_poll else " IDLE"
@@ -420,8 +443,9 @@ def main() -> None:
     )  # fmt: skip
     parser.add_argument("--no-outbox-process", action="store_true", help="serve sends replies from its own process")
     parser.add_argument(
-        "--warm", type=int, default=6, help="--backlog: plies per game put in and answered before the clock starts"
-    )
+        "--warm", type=int, default=6,
+        help="plies per game put in and answered before the clock starts (their latencies: the cold start's)",
+    )  # fmt: skip
     args = parser.parse_args()
     users = {SERVER: "srv", **{f"{c}{g}@players.test": "x" for g in range(args.games) for c in "wb"}}
     with tempfile.TemporaryDirectory() as tmp, DovecotServer(users) as dovecot:
@@ -432,7 +456,7 @@ def main() -> None:
         scaling = args.workers > 1
         if scaling and args.db != "postgres":
             parser.error("--workers N > 1 shares one mailbox through PostgreSQL: use --db postgres")
-        rates = [0.0, TARGET_RATE] if args.rate is None and not scaling and not args.backlog else [args.rate or 0.0]
+        rates = [0.0, OFFERED] if args.rate is None and not scaling and not args.backlog else [args.rate or 0.0]
         runs = [(n, rate) for n in range(1, args.workers + 1) for rate in rates] if scaling else [(1, r) for r in rates]
         results = []
         try:
@@ -455,14 +479,14 @@ def main() -> None:
                 print(f"{n} worker{'s' if n > 1 else ' '} ({load}): {per_s:6.1f} mails/s = {per_s / one if one else 0:.2f}x "
                       f"one worker; latency p50 {p50:.3f} s, p99 {p99:.3f} s")  # fmt: skip
             return
-        for _, rate, (per_s, p50, _) in results:
+        for _, rate, (per_s, p50, p99) in results:
             if not rate:
                 verdict = "met" if per_s >= TARGET_RATE else "MISSED"
                 print(f"throughput (closed loop): {per_s:.1f} mails/s - target >= {TARGET_RATE:g} with one serve: {verdict}")
             else:
-                verdict = "met" if p50 <= TARGET_P50 else "MISSED"
-                print(f"latency at {rate:g} mails/s offered: p50 {p50:.3f} s ({per_s:.1f} mails/s answered) - "
-                      f"target p50 <= {TARGET_P50:g} s: {verdict}")  # fmt: skip
+                verdict = "met" if p50 <= TARGET_P50 and p99 <= TARGET_P99 else "MISSED"
+                print(f"latency at {rate:g} mails/s offered, warm password cache: p50 {p50:.3f} s, p99 {p99:.3f} s "
+                      f"({per_s:.1f} mails/s answered) - target p50 <= {TARGET_P50:g} s, p99 <= {TARGET_P99:g} s: {verdict}")  # fmt: skip
 
 
 if __name__ == "__main__":
