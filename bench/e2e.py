@@ -25,9 +25,12 @@ backends and the ones it reaped), and the rest of the box (Dovecot, the relay, t
 simulated players, and whatever else runs).
 Every serve starts with an empty password cache, so each of the 200 players'
 first move costs one password check (~45 ms of CPU).  The first ``--warm``
-plies (default 6) of each game go untimed, in the run's own mode, and their
-latencies are printed as the cold start's; the timed plies that follow meet a
-warm cache, as a long-running server's players do.
+plies of each game (default 6 for each serve process: each process has a cache
+of its own, and a player's mail may go to any of them) go untimed, in the run's
+own mode, and their latencies are printed as the cold start's; the timed plies
+that follow meet warm caches, as a long-running server's players do.  Each run
+prints how many passwords were still verified with the slow hash in its timed
+part (the processes' ``pbmserv_password_checks_total``).
 On PostgreSQL each run also prints the database's transactions per mail
 (pg_stat_database), and with ``--statements`` the statements per mail that the
 serve processes sent (``log_statement = all`` on the run's database; the top
@@ -52,6 +55,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.request
 from pathlib import Path
 
 import asyncpg
@@ -63,7 +67,7 @@ from pbmserv_terrace.rules import format_move, start_position
 from pbmserv_terrace.service import Service
 from pbmserv_terrace.store import Database, OutboxMessage
 from pbmserv_terrace.testing.dovecot import DovecotServer
-from pbmserv_terrace.testing.postgres import PostgresCluster
+from pbmserv_terrace.testing.postgres import PostgresCluster, free_port
 
 SERVER = "pbmserv@bench.test"
 TICK = os.sysconf("SC_CLK_TCK")
@@ -193,6 +197,15 @@ def start_relay(dovecot: DovecotServer, watch_of: list[Watch], discard: bool = F
     return proc, port
 
 
+def password_checks(ports: list[int]) -> int:
+    """The serve processes' slow-hash password verifications so far (their /metrics)."""
+    total = 0.0
+    for port in ports:
+        text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
+        total += sum(float(line.split()[-1]) for line in text.splitlines() if line.startswith("pbmserv_password_checks_total"))
+    return int(total)
+
+
 def percentiles(latencies: list[float]) -> tuple[float, float]:
     """(p50, p99) of these latencies (NaN when there are none)."""
     if not latencies:
@@ -206,7 +219,7 @@ def plan(games: int, moves: int) -> list[list[str]]:
     for g in range(games):
         rng = random.Random(g)
         pos = start_position("long")
-        seq = []
+        seq: list[str] = []
         while len(seq) < moves:
             legal = [m for m in pos.legal_moves() if pos.board[m.to] == 0]  # quiet moves keep games going
             move = rng.choice(legal)
@@ -298,13 +311,16 @@ async def run(
         f'[smtp]\nhost = "127.0.0.1"\nport = {relay_port}\ntls = "none"\nconnections = {args.smtp_connections}\n'
     )
     env = {k: v for k, v in os.environ.items() if not k.startswith("PBMSERV_")}
+    health = [free_port() for _ in range(workers)]
     procs = [
-        subprocess.Popen([sys.executable, "-m", "pbmserv_terrace", "serve", "--config", str(config)], cwd=workdir, env=env,
+        subprocess.Popen([sys.executable, "-m", "pbmserv_terrace", "serve", "--config", str(config)], cwd=workdir,
+                         env={**env, "PBMSERV_HEALTH_PORT": str(health[i])},
                          stdout=(workdir / f"serve{i}.log").open("wb"), stderr=subprocess.STDOUT)
         for i in range(workers)
     ]  # fmt: skip
     await asyncio.sleep(3)
-    moves = plan(args.games, args.warm + args.moves)
+    warm_plies = 6 * workers if args.warm is None else args.warm
+    moves = plan(args.games, warm_plies + args.moves)
     latencies: list[float] = []
     sent_at: dict[str, float] = {}
     timeouts = 0
@@ -353,7 +369,7 @@ async def run(
     # --backlog each run of plies is appended to a folder of the server's mailbox,
     # then put into the INBOX at once (one MOVE); the run lasts until each has
     # its first reply.
-    warm, timed = range(args.warm), range(args.warm, args.warm + args.moves)
+    warm, timed = range(warm_plies), range(warm_plies, warm_plies + args.moves)
     if args.backlog and warm:
         imap = await asyncio.to_thread(fill_backlog, dovecot, moves, workdir.name, warm)
         t = time.perf_counter()
@@ -373,6 +389,7 @@ async def run(
         imap = await asyncio.to_thread(fill_backlog, dovecot, moves, workdir.name, timed)
     start = time.perf_counter()
     cpu0 = [tree_cpu(p.pid) for p in procs], postgres_cpu(pg), box_cpu()
+    checks0 = await asyncio.to_thread(password_checks, health)
     xacts0 = await pg_transactions(url) if pg is not None else 0
     log0 = pg_log.stat().st_size if pg_log is not None else 0
     if args.backlog:
@@ -386,6 +403,7 @@ async def run(
         await asyncio.gather(*(game(g, timed, latencies) for g in range(args.games)))
     elapsed = time.perf_counter() - start
     cpu1 = [tree_cpu(p.pid) for p in procs], postgres_cpu(pg), box_cpu()
+    checks = await asyncio.to_thread(password_checks, health) - checks0
     log1 = pg_log.stat().st_size if pg_log is not None else 0
     await asyncio.sleep(1.0)  # backends report their counts at most once a second
     xacts = await pg_transactions(url) - xacts0 if pg is not None else 0
@@ -405,7 +423,7 @@ async def run(
     print(f"  CPU over {elapsed:.1f} s (box {os.cpu_count()} cores, busy {100 * box_s / elapsed / (os.cpu_count() or 1):.0f} %): "
           f"serve {sum(serves):.1f} s ({' + '.join(f'{c:.1f}' for c in serves)}; {per * sum(serves):.1f} ms/mail), "
           f"postgres {pg_s:.1f} s ({per * pg_s:.1f} ms/mail), rest of the box {box_s - sum(serves) - pg_s:.1f} s "
-          f"(dovecot, relay, players, other)", flush=True)  # fmt: skip
+          f"(dovecot, relay, players, other); {checks} passwords verified with the slow hash", flush=True)  # fmt: skip
     if pg is not None:
         each = 1 / max(1, done)
         print(f"  PostgreSQL: {each * xacts:.1f} transactions/mail", end="")
@@ -443,8 +461,9 @@ def main() -> None:
     )  # fmt: skip
     parser.add_argument("--no-outbox-process", action="store_true", help="serve sends replies from its own process")
     parser.add_argument(
-        "--warm", type=int, default=6,
-        help="plies per game put in and answered before the clock starts (their latencies: the cold start's)",
+        "--warm", type=int, default=None,
+        help="plies per game put in and answered before the clock starts (their latencies: the cold start's); "
+        "default 6 a serve process",
     )  # fmt: skip
     args = parser.parse_args()
     users = {SERVER: "srv", **{f"{c}{g}@players.test": "x" for g in range(args.games) for c in "wb"}}

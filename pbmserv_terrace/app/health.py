@@ -1,9 +1,10 @@
 """``/healthz`` and ``/metrics`` of a running server, on a loopback port.
 
 Metrics are kept with ``prometheus-client`` in a registry of this server's own
-(mails handled by outcome, command latency, replies sent and failed, the outbox
-depth, whether the inbound connection is up, and the process collector's CPU,
-memory and file descriptors) and answered in the Prometheus text format.
+(mails handled by outcome, command latency, replies sent and failed, passwords
+verified with the slow hash, the outbox depth, whether the inbound connection is
+up, and the process collector's CPU, memory and file descriptors) and answered
+in the Prometheus text format.
 ``/healthz`` only reads: it never takes SQLite's write lock, so it answers while
 mail is being handled.
 """
@@ -43,6 +44,11 @@ class Metrics:
             "pbmserv_replies_sent", "Replies handed to SMTP or written to a Maildir", registry=self.registry
         )
         self.replies_failed = Counter("pbmserv_replies_failed", "Replies given up on", registry=self.registry)
+        self.password_checks = Counter(
+            "pbmserv_password_checks",
+            "Passwords verified with the slow hash (the others were answered from the cache of recent successes)",
+            registry=self.registry,
+        )
         self.outbox_pending = Gauge("pbmserv_outbox_pending", "Replies waiting in the outbox", registry=self.registry)
         self.inbound_connected = Gauge(
             "pbmserv_inbound_connected", "1 while the inbound mail connection is up", registry=self.registry
@@ -51,7 +57,7 @@ class Metrics:
         self.started.set(time.time())
         ProcessCollector(registry=self.registry)
         PlatformCollector(registry=self.registry)
-        self._sent_seen = self._failed_seen = 0
+        self._sent_seen = self._failed_seen = self._checks_seen = 0
         self.by_result: dict[str, int] = {}
 
     def count(self, status: str, seconds: float) -> None:
@@ -67,6 +73,12 @@ class Metrics:
         if failed_total > self._failed_seen:
             self.replies_failed.inc(failed_total - self._failed_seen)
             self._failed_seen = failed_total
+
+    def passwords(self, checks_total: int) -> None:
+        """The password cache's running total of slow-hash verifications."""
+        if checks_total > self._checks_seen:
+            self.password_checks.inc(checks_total - self._checks_seen)
+            self._checks_seen = checks_total
 
     def exposition(self) -> bytes:
         return generate_latest(self.registry)

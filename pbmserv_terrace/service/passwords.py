@@ -100,6 +100,8 @@ class PasswordCache:
         """(userid, password) → the token of its last success (see :meth:`known`)"""
         self._running: dict[bytes, asyncio.Future[bool]] = {}
         self.hits = self.misses = 0
+        self.verifications = 0
+        """slow-hash verifications run (the answers not taken from the cache)"""
 
     def _token(self, userid: str, stored: str, password: str) -> bytes:
         return hmac.new(self._key, f"{userid}\0{stored}\0{password}".encode(), hashlib.sha256).digest()
@@ -138,6 +140,7 @@ class PasswordCache:
         token = self._token(userid, stored, password)
         if self._hit(token):
             return True
+        self.verifications += 1
         if not verify_password(password, stored):
             return False
         self._remember(token, self._pair(userid, password))
@@ -146,6 +149,7 @@ class PasswordCache:
     def _start(self, token: bytes, userid: str, stored: str, password: str) -> asyncio.Future[bool]:
         running = self._running.get(token)
         if running is None:
+            self.verifications += 1
             loop = asyncio.get_running_loop()
             running = loop.run_in_executor(_scrypt_pool(), verify_password, password, stored)
             self._running[token] = running

@@ -65,6 +65,9 @@ def test_metrics_are_prometheus_text_with_mail_outcomes_latency_outbox_and_proce
         metrics.count("error", 0.003)
         metrics.replies(5, 1)
         metrics.replies(7, 1)  # running totals: the counter follows them
+        metrics.passwords(3)
+        metrics.passwords(3)
+        metrics.passwords(4)
         endpoint, port = await serve(db, metrics)
         try:
             status, headers, body = await get(port, "/metrics")
@@ -83,6 +86,8 @@ def test_metrics_are_prometheus_text_with_mail_outcomes_latency_outbox_and_proce
         assert count[0].value == 2.0
         sent = [s.value for s in families["pbmserv_replies_sent"].samples if s.name == "pbmserv_replies_sent_total"]
         assert sent == [7.0]
+        checks = [s.value for s in families["pbmserv_password_checks"].samples if s.name == "pbmserv_password_checks_total"]
+        assert checks == [4.0]
         assert families["pbmserv_outbox_pending"].samples[0].value == 0.0
         assert "process_resident_memory_bytes" in families
 

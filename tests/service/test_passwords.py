@@ -76,6 +76,7 @@ def test_cache_remembers_successes_only_keyed_by_hmac():
 
     cache = asyncio.run(run())
     assert cache.hits == 1 and cache.misses == 4
+    assert cache.verifications == 4  # every miss ran the slow hash; the hit did not
     assert all(b"pw" not in token and b"ann" not in token for token in cache._seen)
 
 
@@ -92,7 +93,7 @@ def test_warm_starts_one_check_that_the_command_then_joins(monkeypatch):
 
     monkeypatch.setattr(passwords, "verify_password", counting)
 
-    async def run() -> None:
+    async def run() -> PasswordCache:
         cache = PasswordCache(b"k" * 32)
         running = cache.warm("ann", stored, "pw")
         assert running is not None and cache.warm("ann", stored, "pw") is running  # one run, shared
@@ -101,9 +102,11 @@ def test_warm_starts_one_check_that_the_command_then_joins(monkeypatch):
         wrong = cache.warm("ann", stored, "nope")
         assert wrong is not None and not await wrong
         assert not await cache.check_async("ann", stored, "nope")  # a failure is checked again, never cached
+        return cache
 
-    asyncio.run(run())
+    cache = asyncio.run(run())
     assert calls == ["pw", "nope", "nope"]
+    assert cache.verifications == len(calls)  # what /metrics reports as pbmserv_password_checks_total
 
 
 def test_known_remembers_which_passwords_passed_lately_whatever_the_hash_is_now():
