@@ -16,12 +16,17 @@ rows (put back to pending before each run):
   (``MaildirDelivery.stage`` and ``publish``), one claim after the other;
 - ``null``: the SMTP way (a reply at a time, each outcome committed before the
   sender's next reply) with a delivery that accepts at once: composing, claims,
-  the group commit and the event loop, without a network.
+  the group commit and the event loop, without a network;
+- ``smtp``: the SMTP way for real: :class:`SmtpDelivery` (aiosmtplib, 4 kept
+  connections) to an SMTP server in a process of its own that accepts and drops
+  each mail (``testing.dovecot``'s relay with ``--discard``).  Only this
+  process's CPU is counted, not the receiving server's.
 
 Figures: replies/s and this process's CPU per reply, user and system apart (the
 system time is the kernel's: file creation, fsync, thread wake-ups), and the
 voluntary context switches per reply.  ``drain`` less ``compose`` and ``maildir``
-is what claims, outcome commits and running side by side cost.
+is what claims, outcome commits and running side by side cost; ``smtp`` less
+``null`` is what talking SMTP costs the sender.
 
 Run: python bench/outbox.py [--games 100] [--plies 18]
 """
@@ -30,12 +35,16 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import collections
+import contextlib
 import resource
 import shutil
+import subprocess
 import sys
 import tempfile
+import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from email.message import Message
 from pathlib import Path
@@ -47,7 +56,7 @@ from pbmserv_terrace.app.compose import board_picture, to_outgoing
 from pbmserv_terrace.app.outbox import OutboxSenders
 from pbmserv_terrace.config import Config, load_config
 from pbmserv_terrace.inbound import InboundMail
-from pbmserv_terrace.mail.delivery import MaildirDelivery, staged_name
+from pbmserv_terrace.mail.delivery import MaildirDelivery, SmtpDelivery, staged_name
 from pbmserv_terrace.mail.message import Outgoing
 from pbmserv_terrace.service import HandleResult, Service
 from pbmserv_terrace.service.passwords import hash_password
@@ -125,6 +134,23 @@ async def pending_again(db: Database) -> None:
         await conn.execute(update(OutboxMessage).values(state="pending", attempts=0, sent_at=None))
 
 
+@contextlib.contextmanager
+def sink() -> Iterator[int]:
+    """An SMTP server that accepts and drops every mail, in a process of its own;
+    yields its port."""
+    proc = subprocess.Popen([sys.executable, "-m", "pbmserv_terrace.testing.dovecot", "1", "--discard"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)  # fmt: skip
+    assert proc.stdout is not None and proc.stdin is not None
+    port = int(proc.stdout.readline().split()[1])
+    out = proc.stdout
+    threading.Thread(target=lambda: collections.deque(out, maxlen=0), daemon=True).start()  # its "relayed" lines
+    try:
+        yield port
+    finally:
+        proc.stdin.close()
+        proc.wait(30)
+
+
 async def main(games: int, plies: int) -> None:
     work = Path(tempfile.mkdtemp(prefix="bench-outbox-"))
     try:
@@ -138,9 +164,10 @@ async def main(games: int, plies: int) -> None:
         print(f"queued {n} replies ({games} games x {plies} moves, two board mails a move) in {time.perf_counter() - t:.1f} s")
         heap.settle()  # as serve does once it has started
 
-        async def drain(delivery: MaildirDelivery | NullDelivery) -> None:
+        async def drain(delivery: MaildirDelivery | NullDelivery | SmtpDelivery, config: Config = cfg) -> None:
             board_picture.cache_clear()
-            result = await OutboxSenders(db, delivery, cfg).drain()
+            result = await OutboxSenders(db, delivery, config).drain()
+            await delivery.close()
             assert result.sent == n, result
 
         await pending_again(db)
@@ -168,6 +195,12 @@ async def main(games: int, plies: int) -> None:
         files = await measured(n, write)
         await pending_again(db)
         null = await measured(n, lambda: drain(NullDelivery()))
+        with sink() as port:
+            by_smtp = load_config(None, {"PBMSERV_DATABASE_URL": url, "PBMSERV_ADDRESS": SERVER,
+                                         "PBMSERV_SERVER_RATE_LIMIT_PER_MINUTE": "1000000", "PBMSERV_SMTP_HOST": "127.0.0.1",
+                                         "PBMSERV_SMTP_PORT": str(port), "PBMSERV_SMTP_TLS": "none"})  # fmt: skip
+            await pending_again(db)
+            smtp = await measured(n, lambda: drain(SmtpDelivery(by_smtp), by_smtp))
         await db.close()
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -176,6 +209,7 @@ async def main(games: int, plies: int) -> None:
     print(alone.line("compose"))
     print(files.line("maildir"))
     print(null.line("null"))
+    print(smtp.line("smtp"))
 
     def cpu(c: Cost) -> float:
         return 1000 * (c.user + c.system) / c.replies
@@ -183,7 +217,7 @@ async def main(games: int, plies: int) -> None:
     parts = cpu(alone) + cpu(files)
     print(f"per reply: compose {cpu(alone):.2f} + maildir {cpu(files):.2f} = {parts:.2f} ms apart; {cpu(full):.2f} ms in "
           f"the drain ({cpu(full) - parts:+.2f} ms for claims, outcomes and running side by side); the SMTP way's "
-          f"machinery without a network: {cpu(null) - cpu(alone):.2f} ms")  # fmt: skip
+          f"machinery without a network: {cpu(null) - cpu(alone):.2f} ms; talking SMTP: {cpu(smtp) - cpu(null):+.2f} ms")  # fmt: skip
 
 
 if __name__ == "__main__":
