@@ -59,6 +59,7 @@ import urllib.request
 from pathlib import Path
 
 import asyncpg
+from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy import make_url, update
 
 from pbmserv_terrace.config import load_config
@@ -202,7 +203,8 @@ def password_checks(ports: list[int]) -> int:
     total = 0.0
     for port in ports:
         text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
-        total += sum(float(line.split()[-1]) for line in text.splitlines() if line.startswith("pbmserv_password_checks_total"))
+        total += sum(s.value for f in text_string_to_metric_families(text) for s in f.samples
+                     if s.name == "pbmserv_password_checks_total")  # fmt: skip
     return int(total)
 
 

@@ -57,7 +57,8 @@ class Metrics:
         self.started.set(time.time())
         ProcessCollector(registry=self.registry)
         PlatformCollector(registry=self.registry)
-        self._sent_seen = self._failed_seen = self._checks_seen = 0
+        self._seen: dict[str, int] = {}
+        """the running totals the counters have followed so far, by name"""
         self.by_result: dict[str, int] = {}
 
     def count(self, status: str, seconds: float) -> None:
@@ -67,18 +68,19 @@ class Metrics:
 
     def replies(self, sent_total: int, failed_total: int) -> None:
         """The outbox senders' running totals: the counters follow them."""
-        if sent_total > self._sent_seen:
-            self.replies_sent.inc(sent_total - self._sent_seen)
-            self._sent_seen = sent_total
-        if failed_total > self._failed_seen:
-            self.replies_failed.inc(failed_total - self._failed_seen)
-            self._failed_seen = failed_total
+        self._follow(self.replies_sent, "sent", sent_total)
+        self._follow(self.replies_failed, "failed", failed_total)
 
     def passwords(self, checks_total: int) -> None:
         """The password cache's running total of slow-hash verifications."""
-        if checks_total > self._checks_seen:
-            self.password_checks.inc(checks_total - self._checks_seen)
-            self._checks_seen = checks_total
+        self._follow(self.password_checks, "checks", checks_total)
+
+    def _follow(self, counter: Counter, name: str, total: int) -> None:
+        """Move ``counter`` up to a running total kept elsewhere (it never goes down)."""
+        seen = self._seen.get(name, 0)
+        if total > seen:
+            counter.inc(total - seen)
+            self._seen[name] = total
 
     def exposition(self) -> bytes:
         return generate_latest(self.registry)

@@ -8,7 +8,7 @@ import pytest
 
 from pbmserv_terrace.rules import format_tpn, parse_tpn, render_board, start_position
 
-# A copy of ../shared/spec/SETUPS.txt (see the file's first line): tests read nothing outside the repository.
+# A copy of the spec's SETUPS.txt (see the file's first line): tests read nothing outside the repository.
 SETUPS = Path(__file__).resolve().parents[1] / "data" / "spec" / "SETUPS.txt"
 NAMES = {
     "long": (8, "long"),
