@@ -49,9 +49,12 @@ class KeyedRunner:
         keys: Iterable[str] | None,
         job: Callable[[], Awaitable[T]],
         before: Callable[[], Awaitable[object]] | None = None,
+        *,
+        blocked: Callable[[], object] | None = None,
     ) -> asyncio.Task[T]:
         """Schedule ``job`` after the earlier jobs it depends on.  ``before`` (for
-        example waiting for a password check) runs first, outside the ``limit``."""
+        example waiting for a password check) runs first, outside the ``limit``.
+        ``blocked`` is called at once if the job has earlier jobs to wait for."""
         entry = _Entry(None if keys is None else frozenset(keys))
         if entry.keys is None:
             deps = [e.done for e in self._unfinished]
@@ -64,6 +67,8 @@ class KeyedRunner:
                 self._last[key] = entry
         self._unfinished.add(entry)
         self._idle.clear()
+        if deps and blocked is not None:
+            blocked()
 
         async def run() -> T:
             try:

@@ -28,7 +28,7 @@ from ..mail.message import parse_message
 from ..service import HandleResult, Service
 from ..store import Database, InboundQueue, QueueListener
 from ..web import create_app, listen_socket, serve_web
-from .batching import GroupCommit
+from .batching import Expected, GroupCommit
 from .health import HealthEndpoint, Metrics
 from .ordering import KeyedRunner
 from .pipe import save_failed
@@ -59,7 +59,9 @@ class Server:
         self.wake_outbound = asyncio.Event()
         self.runner = KeyedRunner(config.server.concurrency)
         # SQLite has one writer: one batch at a time; PostgreSQL runs two side by side
-        self.batcher = GroupCommit(self.service.handle_batch, limit=BATCH_LIMIT, lanes=1 if self.db.is_sqlite else 2)
+        self.batcher = GroupCommit(
+            self.service.handle_batch, limit=BATCH_LIMIT, lanes=1 if self.db.is_sqlite else 2, coming=self._smtp_coming
+        )
         self._held: set[str] = set()
         """keys of mails put back for a later pass (later mails sharing them wait too)"""
         self._hold_all = False
@@ -75,13 +77,13 @@ class Server:
         """raw → the mail :meth:`describe` parsed, until :meth:`prepare` takes it"""
 
     # ---------------------------------------------------------------- one mail
-    async def process_raw(self, raw: bytes) -> HandleResult:
+    async def process_raw(self, raw: bytes, expected: Expected | None = None) -> HandleResult:
         """Run one raw mail through the service (see :meth:`process_batch`)."""
-        return (await self.process_batch([raw]))[0]
+        return (await self.process_batch([raw], None if expected is None else [expected]))[0]
 
-    async def process_batch(self, raws: list[bytes]) -> list[HandleResult]:
+    async def process_batch(self, raws: list[bytes], expected: list[Expected] | None = None) -> list[HandleResult]:
         """Run raw mails through the service (see :meth:`submit`) and wait for them."""
-        return list(await asyncio.gather(*self.submit(raws, await self.prepare(raws))))
+        return list(await asyncio.gather(*self.submit(raws, await self.prepare(raws), expected)))
 
     async def prepare(self, raws: list[bytes]) -> list[tuple[InboundMail | Exception, list[asyncio.Future[bool]]]]:
         """Parse mails and start their password checks in the background."""
@@ -104,29 +106,49 @@ class Server:
         return [(m, next(checks) if isinstance(m, InboundMail) else []) for m in parsed]
 
     def submit(
-        self, raws: list[bytes], prepared: list[tuple[InboundMail | Exception, list[asyncio.Future[bool]]]]
+        self,
+        raws: list[bytes],
+        prepared: list[tuple[InboundMail | Exception, list[asyncio.Future[bool]]]],
+        expected: list[Expected] | None = None,
     ) -> list[asyncio.Task[HandleResult]]:
         """Schedule mails, given in delivery order: mails that may touch the same
         things run one after the other in that order, the others side by side
         (:mod:`.ordering`).  A crash saves the mail to the ``failed`` directory
         (embedded) and is reported as ``failed`` (the IMAP loop moves the message
         to the failed folder); it never propagates.  Once shutdown has begun, the
-        mails not yet begun are ``deferred`` (left where they are)."""
+        mails not yet begun are ``deferred`` (left where they are).  ``expected``:
+        the batcher's notes for these mails (:meth:`GroupCommit.expect`), each
+        done as its mail joins a batch or turns out not to come soon."""
         tasks = []
         if self.runner.in_flight == 0:
             self._held, self._hold_all = set(), False
-        for raw, (mail, checks) in zip(raws, prepared, strict=True):
+        notes: list[Expected | None] = list(expected) if expected is not None else [None] * len(raws)
+        for raw, (mail, checks), note in zip(raws, prepared, notes, strict=True):
             keys = self.service.conflict_keys(mail, self.config.server.address) if isinstance(mail, InboundMail) else frozenset()
 
-            async def passwords(checks: list[asyncio.Future[bool]] = checks) -> None:
+            async def passwords(checks: list[asyncio.Future[bool]] = checks, note: Expected | None = note) -> None:
                 # never hold a transaction (SQLite: the write lock) while scrypt runs
+                if note is not None and not all(check.done() for check in checks):
+                    note.done()  # not soon: no batch waits for it
                 await asyncio.gather(*checks, return_exceptions=True)
 
-            tasks.append(self.runner.submit(keys, functools.partial(self._process_one, raw, mail, keys), passwords))
+            job = functools.partial(self._process_one, raw, mail, keys, note)
+            blocked = None if note is None else note.done  # behind an earlier mail: not soon either
+            tasks.append(self.runner.submit(keys, job, passwords, blocked=blocked))
         return tasks
 
     async def _process_one(
-        self, raw: bytes, mail: InboundMail | Exception, keys: frozenset[str] | None = frozenset()
+        self, raw: bytes, mail: InboundMail | Exception, keys: frozenset[str] | None = frozenset(), note: Expected | None = None
+    ) -> HandleResult:
+        if note is not None:
+            try:
+                return await self._process_noted(raw, mail, keys, note)
+            finally:
+                note.done()
+        return await self._process_noted(raw, mail, keys, None)
+
+    async def _process_noted(
+        self, raw: bytes, mail: InboundMail | Exception, keys: frozenset[str] | None, note: Expected | None
     ) -> HandleResult:
         if self.stopping.is_set():
             return HandleResult("deferred", "shutting down")  # stays in the inbox for the next start
@@ -137,7 +159,7 @@ class Server:
         try:
             if isinstance(mail, Exception):
                 raise mail
-            result = await self.batcher.handle(mail)
+            result = await self.batcher.handle(mail, note)
         except (OperationalError, InterfaceError, OSError) as exc:
             # the database is unreachable (or a deadlock was broken): not the mail's
             # fault; it stays where it is and is taken again later
@@ -244,8 +266,17 @@ class Server:
             await asyncio.wait(self._claimers, timeout=60)
 
     async def _embedded_handle(self, raw: bytes) -> None:
-        if (await self.process_raw(raw)).status == "deferred":
+        note = self.batcher.expect()
+        try:
+            result = await self.process_raw(raw, note)
+        finally:
+            note.done()
+        if result.status == "deferred":
             raise RuntimeError("shutting down")
+
+    def _smtp_coming(self) -> int:
+        """Mails the embedded listener is receiving (see :mod:`.batching`)."""
+        return self.embedded.receiving() if self.embedded is not None else 0
 
     # ------------------------------------------------------------------- loops
     async def outbound_loop(self) -> None:

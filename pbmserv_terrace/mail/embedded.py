@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import weakref
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -27,8 +28,17 @@ MAX_MESSAGE = 12 * 1024 * 1024
 class _Handler:
     def __init__(self, handle: RawHandler) -> None:
         self.handle = handle
+        self.handing: set[SMTP] = set()
+        """connections whose mail is being handed over (in :meth:`handle_DATA`)"""
 
     async def handle_DATA(self, server: SMTP, session: Session, envelope: Envelope) -> str:
+        self.handing.add(server)
+        try:
+            return await self._hand_over(envelope)
+        finally:
+            self.handing.discard(server)
+
+    async def _hand_over(self, envelope: Envelope) -> str:
         content = envelope.original_content or envelope.content
         raw = content if isinstance(content, bytes) else str(content).encode("utf-8", "surrogateescape")
         # the envelope recipients travel with the mail, as an MTA's X-Original-To would
@@ -49,17 +59,30 @@ class EmbeddedInbound:
         self.host, self.port = host, port
         self._handler = _Handler(handle)
         self._server: asyncio.base_events.Server | None = None
+        self._connections: weakref.WeakSet[SMTP] = weakref.WeakSet()
 
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
 
         def factory() -> Any:
-            return SMTP(self._handler, data_size_limit=MAX_MESSAGE, enable_SMTPUTF8=True, hostname="pbmserv.local")
+            smtp = SMTP(self._handler, data_size_limit=MAX_MESSAGE, enable_SMTPUTF8=True, hostname="pbmserv.local")
+            self._connections.add(smtp)
+            return smtp
 
         self._server = await loop.create_server(factory, host=self.host, port=self.port)
         sock = self._server.sockets[0].getsockname()
         self.port = int(sock[1])
         log.info("embedded SMTP listener on %s:%d", self.host, self.port)
+
+    def receiving(self) -> int:
+        """Mails being received: connections whose client has begun a mail (MAIL
+        FROM) whose data has not been handed over yet."""
+        handing = self._handler.handing
+        return sum(
+            1
+            for smtp in self._connections
+            if smtp.transport is not None and smtp.envelope is not None and smtp.envelope.mail_from and smtp not in handing
+        )
 
     async def stop(self) -> None:
         if self._server is not None:
