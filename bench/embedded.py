@@ -27,6 +27,8 @@ Figures (per round, then the best and the median over ``--repeat`` rounds):
 - mails/s until every reply is written (2 files per move, counted in the Maildirs;
   the outbox loop writes them after the commit, so they may trail the last 250);
 - latency p50/p99 of the 250s;
+- CPU per mail, serve's own process and its sender process apart, and the mean
+  batch (mails per transaction, from serve's /metrics);
 - serve's peak resident memory (VmHWM in /proc/PID/status; target <= 150 MB);
 - checks after serve stopped (SIGTERM): every game advanced by every ply (ply read
   from the SQLite database), no mail refused, no reply pending or failed in the
@@ -54,10 +56,12 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import aiosmtplib
+from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy import update
 
 from pbmserv_terrace.rules import format_move, parse_tpn
@@ -110,6 +114,8 @@ class Round:
     """CPU seconds from the first send to the last 250: serve, this client, the whole box"""
     cpu_replies: dict[str, float] = field(default_factory=dict)
     """the same from the last 250 to the last reply written"""
+    batches: int = 0
+    """transactions serve handled the round's mails in (its /metrics)"""
 
     @property
     def rate(self) -> float:
@@ -170,12 +176,13 @@ def plan(path: Path, plies: int) -> list[Board]:
 
 
 # ------------------------------------------------------------------- serve
-def start_serve(workdir: Path, url: str, port: int, outbox_process: bool = True) -> subprocess.Popen[bytes]:
+def start_serve(workdir: Path, url: str, port: int, health: int, outbox_process: bool = True) -> subprocess.Popen[bytes]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PBMSERV_")}
     env.update({
         "PBMSERV_DATABASE_URL": url,
         "PBMSERV_ADDRESS": SERVER,
         "PBMSERV_EMBEDDED_LISTEN_PORT": str(port),
+        "PBMSERV_HEALTH_PORT": str(health),
         "PBMSERV_SERVER_RATE_LIMIT_PER_MINUTE": "1000000",  # the bench plays far faster than a person
         "PBMSERV_WEB_LISTEN": "off",
         "PBMSERV_SERVER_OUTBOX_PROCESS": "true" if outbox_process else "false",
@@ -227,13 +234,23 @@ def proc_cpu(pid: int) -> float:
 
 
 def cpu_now(serve_pid: int) -> dict[str, float]:
-    """CPU seconds so far of serve, of this process (the clients), and of the whole box."""
+    """CPU seconds so far of serve (``serve``: with its children, the sender process
+    among them; ``main``: its own process), of this process (the clients), and of
+    the whole box."""
     user, nice, system, _idle, _iowait, irq, softirq, steal = (int(x) for x in Path("/proc/stat").read_text().split()[1:9])
+    main = proc_cpu(serve_pid)
     return {
-        "serve": proc_cpu(serve_pid) + sum(proc_cpu(c) for c in children(serve_pid)),  # (its sender process too)
+        "serve": main + sum(proc_cpu(c) for c in children(serve_pid)),
+        "main": main,
         "client": proc_cpu(os.getpid()),
         "box": (user + nice + system + irq + softirq + steal) / TICK,
     }
+
+
+def batches_so_far(health: int) -> int:
+    """Transactions serve has handled mails in (pbmserv_batches_total on its /metrics)."""
+    text = urllib.request.urlopen(f"http://127.0.0.1:{health}/metrics", timeout=10).read().decode()
+    return int(sum(s.value for f in text_string_to_metric_families(text) for s in f.samples if s.name == "pbmserv_batches_total"))
 
 
 def reply_files(root: Path) -> int:
@@ -262,7 +279,15 @@ def mail_bytes(board: Board, k: int, tag: str) -> tuple[str, bytes]:
 
 
 async def play(
-    name: str, clients: list[aiosmtplib.SMTP], boards: list[Board], first: int, count: int, root: Path, tag: str, serve_pid: int
+    name: str,
+    clients: list[aiosmtplib.SMTP],
+    boards: list[Board],
+    first: int,
+    count: int,
+    root: Path,
+    tag: str,
+    serve_pid: int,
+    health: int,
 ) -> Round:
     """Plies ``first`` .. ``first + count - 1`` of every board over ``clients``, each
     board's in order; then wait until their replies are in the Maildirs."""
@@ -310,6 +335,7 @@ async def play(
             result.failed += 1
             finished(remaining)  # nothing more can be sent in order; end the round
 
+    batches0 = await asyncio.to_thread(batches_so_far, health)
     cpu0 = cpu_now(serve_pid)
     start = time.perf_counter()
     await asyncio.gather(*(guarded(c) for c in clients))
@@ -325,10 +351,13 @@ async def play(
     cpu2 = cpu_now(serve_pid)
     result.cpu = {k: v - cpu0[k] for k, v in cpu1.items()}
     result.cpu_replies = {k: v - cpu1[k] for k, v in cpu2.items()}
+    result.batches = await asyncio.to_thread(batches_so_far, health) - batches0
     return result
 
 
-async def run_rounds(port: int, boards: list[Board], args: argparse.Namespace, root: Path, serve_pid: int) -> list[Round]:
+async def run_rounds(
+    port: int, boards: list[Board], args: argparse.Namespace, root: Path, serve_pid: int, health: int
+) -> list[Round]:
     clients = [aiosmtplib.SMTP(hostname="127.0.0.1", port=port, timeout=60) for _ in range(args.connections)]
     for client in clients:
         await client.connect()
@@ -336,12 +365,12 @@ async def run_rounds(port: int, boards: list[Board], args: argparse.Namespace, r
     try:
         k = 0
         if not args.cold:
-            rounds.append(await play("warm-up", clients, boards, 0, 2, root, "warm", serve_pid))
+            rounds.append(await play("warm-up", clients, boards, 0, 2, root, "warm", serve_pid, health))
             report(rounds[-1], "untimed warm-up (each player's first move: one argon2 check each)")
             k = 2
         for r in range(args.repeat):
             label = "cold cache" if args.cold and r == 0 else "warm cache"
-            rounds.append(await play(f"round {r + 1}", clients, boards, k, args.plies, root, f"r{r}", serve_pid))
+            rounds.append(await play(f"round {r + 1}", clients, boards, k, args.plies, root, f"r{r}", serve_pid, health))
             report(rounds[-1], label)
             k += args.plies
     finally:
@@ -361,14 +390,16 @@ def report(r: Round, label: str) -> None:
     )
     print(f"[{r.name}, {label}] {r.mails} move mails in {r.elapsed:.2f} s = {r.rate:.0f}/s; {replies}; "
           f"250 latency p50 {r.percentile(0.5) * 1000:.1f} ms, p99 {r.percentile(0.99) * 1000:.1f} ms; "
-          f"retried {r.retried}, failed {r.failed}", flush=True)  # fmt: skip
+          f"retried {r.retried}, failed {r.failed}; mean batch {r.mails / max(1, r.batches):.1f} mails "
+          f"({r.batches} transactions)", flush=True)  # fmt: skip
     cores = os.cpu_count() or 1
     spans = [("to the last 250", r.elapsed, r.cpu)]
     if r.replies_missing == 0:
         spans.append(("then to the last reply", r.replies_after - r.elapsed, r.cpu_replies))
     for what, took, cpu in spans:
         print(f"    CPU {what} ({took:.1f} s, box {100 * cpu['box'] / max(took, 1e-9) / cores:.0f} % of {cores} cores busy): "
-              f"serve {cpu['serve']:.1f} s ({1000 * cpu['serve'] / max(1, r.mails):.1f} ms/mail), "
+              f"serve {cpu['serve']:.1f} s ({1000 * cpu['serve'] / max(1, r.mails):.1f} ms/mail: its own process "
+              f"{1000 * cpu['main'] / max(1, r.mails):.1f}, the sender {1000 * (cpu['serve'] - cpu['main']) / max(1, r.mails):.1f}), "
               f"bench clients {cpu['client']:.1f} s, rest of the box {cpu['box'] - cpu['serve'] - cpu['client']:.1f} s "
               f"(other work on the machine)", flush=True)  # fmt: skip
     for line in r.errors[:5]:
@@ -419,12 +450,12 @@ def main() -> None:
         boards = plan(db_path, total_plies)
         print(f"seeded {len(boards)} games at ply {boards[0].start_ply} and planned {total_plies} plies each "
               f"in {time.perf_counter() - t:.1f} s", flush=True)  # fmt: skip
-        port = free_port()
-        proc = start_serve(workdir, url, port, not args.no_outbox_process)
+        port, health = free_port(), free_port()
+        proc = start_serve(workdir, url, port, health, not args.no_outbox_process)
         try:
             print(f"serve (pid {proc.pid}) listening after {wait_listening(proc, port):.1f} s "
                   f"on 127.0.0.1:{port}", flush=True)  # fmt: skip
-            rounds = asyncio.run(run_rounds(port, boards, args, workdir / MAILDIRS, proc.pid))
+            rounds = asyncio.run(run_rounds(port, boards, args, workdir / MAILDIRS, proc.pid, health))
             mem = memory(proc.pid)
             kids = {c: memory(c) for c in children(proc.pid)}
         finally:

@@ -2,7 +2,8 @@
 
 Metrics are kept with ``prometheus-client`` in a registry of this server's own
 (mails handled by outcome, command latency, replies sent and failed, passwords
-verified with the slow hash, the outbox depth, whether the inbound connection is
+verified with the slow hash, the transactions mails were handled in (group
+commits) and the mails in them, the outbox depth, whether the inbound connection is
 up, and the process collector's CPU, memory and file descriptors) and answered
 in the Prometheus text format.
 ``/healthz`` only reads: it never takes SQLite's write lock, so it answers while
@@ -49,6 +50,16 @@ class Metrics:
             "Passwords verified with the slow hash (the others were answered from the cache of recent successes)",
             registry=self.registry,
         )
+        self.batches = Counter(
+            "pbmserv_batches",
+            "Transactions mails were handled in (a batch: the mails ready together; see pbmserv_batched_mails)",
+            registry=self.registry,
+        )
+        self.batched_mails = Counter(
+            "pbmserv_batched_mails",
+            "Mails handled in those transactions (divided by pbmserv_batches: the mean batch)",
+            registry=self.registry,
+        )
         self.outbox_pending = Gauge("pbmserv_outbox_pending", "Replies waiting in the outbox", registry=self.registry)
         self.inbound_connected = Gauge(
             "pbmserv_inbound_connected", "1 while the inbound mail connection is up", registry=self.registry
@@ -74,6 +85,11 @@ class Metrics:
     def passwords(self, checks_total: int) -> None:
         """The password cache's running total of slow-hash verifications."""
         self._follow(self.password_checks, "checks", checks_total)
+
+    def batched(self, batches_total: int, mails_total: int) -> None:
+        """The group commit's running totals of batches and the mails in them."""
+        self._follow(self.batches, "batches", batches_total)
+        self._follow(self.batched_mails, "batched", mails_total)
 
     def _follow(self, counter: Counter, name: str, total: int) -> None:
         """Move ``counter`` up to a running total kept elsewhere (it never goes down)."""

@@ -177,6 +177,7 @@ class Server:
             result = HandleResult("failed", f"{type(exc).__name__}: {exc}")
         self.metrics.count(result.status, time.perf_counter() - started)
         self.metrics.passwords(self.service.passwords.verifications)
+        self.metrics.batched(self.batcher.batches, self.batcher.mails)
         log.info("%s id=%s", result.log_line(), mail.message_id[:200] if isinstance(mail, InboundMail) else "-")
         if result.outbox_ids:
             self.wake_outbound.set()

@@ -19,7 +19,6 @@ the same picture in RGB: mapped onto the palette it gives the very same pixels.
 
 from __future__ import annotations
 
-import io
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -31,6 +30,8 @@ from PIL import Image, ImageDraw, ImageFont
 from pbmserv_terrace.rules import Move, Position, format_tpn, geometry, parse_move, parse_tpn, start_position
 from pbmserv_terrace.rules.geometry import FILES
 from pbmserv_terrace.rules.pieces import KIND_T, SIZE, piece_text
+
+from .png import BandedPng
 
 Point = tuple[float, float]
 
@@ -436,19 +437,26 @@ def _palette(n: int) -> Image.Image:
 
 PALETTE_SIZE = 96
 COMPRESS_LEVEL = 3
-"""zlib level 3: 20–24 kB, 2.5–3.5 ms a picture; level 6 made them 15–17 kB at
-5 ms, and encoding was then a quarter of serve's CPU per move (issue 18); level 9
-(Pillow's optimize=True) takes ~30 ms on a 640 px board."""
+"""zlib level 3: 20–24 kB, 1.2–1.4 ms to deflate a whole 640 px picture (0.7 ms
+a picture in a stream of moves, where most bands come from the cache); level 6
+made them 15–17 kB at 3–5 ms (issue 18); level 9 (Pillow's optimize=True) takes
+~30 ms on a 640 px board."""
+
+
+PNG = BandedPng(entries=4096, level=COMPRESS_LEVEL)
+"""the board pictures' encoder: a band (a row of squares, a margin) is deflated
+once however many pictures show it; 4,096 bands are ~10 MB"""
 
 
 def to_png(im: Image.Image, n: int) -> bytes:
     """The picture as PNG bytes; an RGB picture (:func:`board_rgb`) is first mapped
-    onto the palette, a palette picture is saved as it is."""
+    onto the palette, a palette picture is encoded as it is, in bands of one row of
+    squares each (:mod:`.png`)."""
     if im.mode != "P":
         im = _quantize(im, n)
-    buf = io.BytesIO()
-    im.save(buf, "PNG", compress_level=COMPRESS_LEVEL)
-    return buf.getvalue()
+    scale = im.width / WIDTH
+    top, cell = MARGIN * scale, cell_size(n) * scale
+    return PNG.encode(im, [round(top + k * cell) for k in range(n + 1)])
 
 
 def _quantize(im: Image.Image, n: int) -> Image.Image:

@@ -178,6 +178,8 @@ def test_serve_answers_mails_being_received_together_in_one_batch(tmp_path: Path
             answers = await asyncio.wait_for(asyncio.gather(first, *rest), HANG)
             assert [code for code, _ in answers] == [250] * 4
             assert (server.batcher.batches, server.batcher.mails) == (1, 4)
+            metrics = server.metrics.exposition().decode()
+            assert "pbmserv_batches_total 1.0" in metrics and "pbmserv_batched_mails_total 4.0" in metrics
 
             alone = await asyncio.wait_for(clients[1].sendmail("p1@p.test", [SERVER], move(1)), 5.0)
             assert alone[1].startswith("2.0.0")  # nobody on the way: no wait for the others

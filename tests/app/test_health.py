@@ -68,6 +68,8 @@ def test_metrics_are_prometheus_text_with_mail_outcomes_latency_outbox_and_proce
         metrics.passwords(3)
         metrics.passwords(3)
         metrics.passwords(4)
+        metrics.batched(1, 1)
+        metrics.batched(3, 9)
         endpoint, port = await serve(db, metrics)
         try:
             status, headers, body = await get(port, "/metrics")
@@ -88,6 +90,8 @@ def test_metrics_are_prometheus_text_with_mail_outcomes_latency_outbox_and_proce
         assert sent == [7.0]
         checks = [s.value for s in families["pbmserv_password_checks"].samples if s.name == "pbmserv_password_checks_total"]
         assert checks == [4.0]
+        batches = {s.name: s.value for f in ("pbmserv_batches", "pbmserv_batched_mails") for s in families[f].samples}
+        assert batches["pbmserv_batches_total"] == 3.0 and batches["pbmserv_batched_mails_total"] == 9.0
         assert families["pbmserv_outbox_pending"].samples[0].value == 0.0
         assert "process_resident_memory_bytes" in families
 
