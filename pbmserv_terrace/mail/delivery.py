@@ -92,8 +92,11 @@ class MaildirDelivery:
     published when the senders start again (``OutboxSenders``'s recovery, from
     :meth:`staged`).  :meth:`deliver` writes one message at once (the CLI's mail)."""
 
-    size = 2
-    """batches staged at once (each in a thread)"""
+    size = 4
+    """claims staged at once (each in a thread): while some wait for their files'
+    fsyncs and their outcomes' commit, others are composed (issue 18: with 2, the
+    sender fell behind in the embedded benchmark, ~230 mails/s with every reply
+    written; with 4, ~275-310)"""
 
     def __init__(self, root: str | Path) -> None:
         self.root = Path(root)

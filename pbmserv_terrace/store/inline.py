@@ -28,6 +28,13 @@ from sqlalchemy.util import await_only
 
 STATEMENT_BUSY_MS = 100
 """the most a statement other than BEGIN IMMEDIATE waits for a lock, in SQLite"""
+LOCK_POLL_MAX = 0.005
+"""seconds: the longest pause between two tries of BEGIN IMMEDIATE.  Under load
+``serve``'s transactions follow one another with gaps of a few milliseconds; a
+sender process that paused longer (it backed off to 100 ms) missed most of them
+and wrote its replies' outcomes, and so the replies, only when the mail stopped
+coming (issue 18: in the embedded benchmark the sender's CPU during the intake
+rose from ~0.6 to ~2.1 ms a mail).  A try costs some microseconds."""
 
 
 class InlineCursor:
@@ -175,6 +182,6 @@ def begin_immediate(raw: sqlite3.Connection, busy_timeout_s: float) -> None:
                 if time.monotonic() + pause > deadline:
                     raise
             await_only(asyncio.sleep(pause))
-            pause = min(pause * 2, 0.1)
+            pause = min(pause * 2, LOCK_POLL_MAX)
     finally:
         raw.execute(f"PRAGMA busy_timeout={STATEMENT_BUSY_MS}")
