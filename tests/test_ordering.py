@@ -115,3 +115,31 @@ def test_before_runs_outside_the_limit_and_errors_do_not_block_later_mails():
         return seen
 
     assert asyncio.run(run()) == ["before-1", "two", "four", "one"]
+
+
+def test_a_job_behind_an_earlier_one_says_so_at_once() -> None:
+    """``blocked`` (serve's group commit then stops waiting for that mail) is called
+    when the job has earlier jobs to wait for, and only then."""
+
+    async def run() -> list[str]:
+        runner = KeyedRunner(limit=4)
+        gate = asyncio.Event()
+        said: list[str] = []
+
+        async def slow() -> str:
+            await gate.wait()
+            return "slow"
+
+        async def quick() -> str:
+            return "quick"
+
+        first = runner.submit({"board:1"}, slow, blocked=lambda: said.append("first"))
+        other = runner.submit({"board:2"}, quick, blocked=lambda: said.append("other"))
+        behind = runner.submit({"board:1", "user:x"}, quick, blocked=lambda: said.append("behind"))
+        barrier = runner.submit(None, quick, blocked=lambda: said.append("barrier"))
+        assert said == ["behind", "barrier"]
+        gate.set()
+        assert await asyncio.gather(first, other, behind, barrier) == ["slow", "quick", "quick", "quick"]
+        return said
+
+    assert asyncio.run(run()) == ["behind", "barrier"]

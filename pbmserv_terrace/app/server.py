@@ -140,14 +140,13 @@ class Server:
     async def _process_one(
         self, raw: bytes, mail: InboundMail | Exception, keys: frozenset[str] | None = frozenset(), note: Expected | None = None
     ) -> HandleResult:
-        if note is not None:
-            try:
-                return await self._process_noted(raw, mail, keys, note)
-            finally:
-                note.done()
-        return await self._process_noted(raw, mail, keys, None)
+        try:
+            return await self._handle_one(raw, mail, keys, note)
+        finally:
+            if note is not None:
+                note.done()  # (a mail put back or failed before the batcher is not on its way either)
 
-    async def _process_noted(
+    async def _handle_one(
         self, raw: bytes, mail: InboundMail | Exception, keys: frozenset[str] | None, note: Expected | None
     ) -> HandleResult:
         if self.stopping.is_set():

@@ -93,7 +93,7 @@ def test_a_mails_robot_turn_is_played_by_the_running_loop(h):
             moves = pos.legal_moves()
             move = next((m for m in moves if f"{pos.geo.name(m.frm)}-{pos.geo.name(m.to)}" == text), moves[0])
             assert await h.service.robot_turns() == []  # ann to move
-            # as Server._process_one does with a committed mail's result
+            # as Server._handle_one does with a committed mail's result
             player.want(await human_move(h, f"terrace move 101 ann pw-ann {pos.geo.name(move.frm)}-{pos.geo.name(move.to)}"))
             await until_idle(h, player)
         stopping.set()
