@@ -83,13 +83,11 @@ class BandedPng:
         lined.paste(im, (1, 0))
         raw = memoryview(lined.tobytes())
         pieces = [ZLIB_HEADER]
-        adler, total = 1, 0
+        adler = 1  # (the Adler-32 of nothing)
         for top, bottom in zip(rows, [*rows[1:], height], strict=True):
-            band = raw[top * stride : bottom * stride]
-            deflated, band_adler, length = self._band(band)
+            deflated, band_adler, length = self._band(raw[top * stride : bottom * stride])
             pieces.append(deflated)
-            adler = adler32_combine(adler, band_adler, length) if total else band_adler
-            total += length
+            adler = adler32_combine(adler, band_adler, length)
         pieces += [FINAL_BLOCK, struct.pack(">I", adler)]
         header = struct.pack(">IIBBBBB", width, height, 8, 3, 0, 0, 0)
         return b"".join(
