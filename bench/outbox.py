@@ -8,11 +8,11 @@ its HTML part and board picture.  Then, in this one process and on the same
 rows (put back to pending before each run):
 
 - ``drain``: :class:`OutboxSenders` into Maildirs, as the embedded default sends
-  (each claim of 8 composed in one hop to the composer thread, staged in one
+  (each claim of ``MaildirDelivery.claim`` composed in one hop to the composer thread, staged in one
   more, its outcomes committed, then published);
 - ``compose``: :func:`to_outgoing` for each row in a loop (the picture cache
   emptied first, so each position's picture is drawn once, as in ``drain``);
-- ``maildir``: the composed bytes staged and published 8 at a time
+- ``maildir``: the composed bytes staged and published a claim at a time
   (``MaildirDelivery.stage`` and ``publish``), one claim after the other;
 - ``null``: the SMTP way (a reply at a time, each outcome committed before the
   sender's next reply) with a delivery that accepts at once: composing, claims,
@@ -67,8 +67,8 @@ from service import players_of, sequences
 from store import seed
 
 SERVER = "pbmserv@bench.test"
-CLAIM = 8
-"""replies per claim (OutboxSenders' default batch)"""
+CLAIM = MaildirDelivery.claim
+"""replies per claim (a Maildir's, as the drain claims them)"""
 
 
 @dataclass

@@ -45,6 +45,12 @@ COMPOSER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="compose")
 """where replies are composed and serialised (:func:`~.compose.to_outgoing`)"""
 
 
+CLAIM = 8
+"""replies a sender claims at a time, unless its delivery says otherwise (a
+``claim`` attribute: a Maildir's claim is staged as one, and larger claims cost
+less a reply)"""
+
+
 def backoff(attempts: int, base: float = 60.0) -> timedelta:
     """base, 2·base, 4·base, … capped at 1 hour."""
     return timedelta(seconds=min(3600.0, base * 2 ** max(0, attempts - 1)))
@@ -91,10 +97,11 @@ class OutboxSenders:
         delivery: Delivery,
         config: Config,
         *,
-        batch: int = 8,
+        batch: int | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self.db, self.delivery, self.config, self.batch = db, delivery, config, batch
+        self.db, self.delivery, self.config = db, delivery, config
+        self.batch = batch or max(1, getattr(delivery, "claim", CLAIM))
         self.size = max(1, getattr(delivery, "size", 1))
         self.result = DrainResult()
         self.clock = clock
@@ -370,7 +377,7 @@ class OutboxSenders:
 
 
 async def drain_outbox(
-    db: Database, delivery: Delivery, config: Config, *, batch: int = 8, now: datetime | None = None
+    db: Database, delivery: Delivery, config: Config, *, batch: int | None = None, now: datetime | None = None
 ) -> DrainResult:
     """Send every due pending reply once (see :class:`OutboxSenders`), then close
     the delivery's connections."""

@@ -98,6 +98,13 @@ class MaildirDelivery:
     sender fell behind in the embedded benchmark, ~230 mails/s with every reply
     written; with 4, ~275-310)"""
 
+    claim = 32
+    """replies a sender claims at a time, composed, staged, recorded and published
+    together: the claim's transactions and thread hops are shared by its replies
+    (issue 18, bench/outbox.py's drain: 8 at a time cost ~3.0-3.8 ms of CPU a
+    reply, 32 ~1.8-2.1).  A claim takes what is due, so under light load it is
+    one or two replies and nobody waits for a claim to fill"""
+
     def __init__(self, root: str | Path) -> None:
         self.root = Path(root)
         self.staging = self.root / STAGING
