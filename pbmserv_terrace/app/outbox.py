@@ -121,6 +121,8 @@ class OutboxSenders:
         self._using = asyncio.Lock()
         self._leased: set[int] = set()
         """PostgreSQL: the replies leased on ``_conn``"""
+        self.full: Callable[[], None] | None = None
+        """called when a claim comes back full (more may be due), before it is sent"""
 
     # ------------------------------------------------------------ holding back
     def allowance(self) -> int:
@@ -156,6 +158,8 @@ class OutboxSenders:
             rows = await self._claim(now or utcnow(), allowed)
             mine = {row.recipient.lower() for row in rows}
             self._busy.update(mine)
+        if len(rows) >= self.batch and self.full is not None:
+            self.full()
         tried = 0
         ahead: dict[int, asyncio.Future[Outgoing]] = {}
         try:

@@ -58,11 +58,18 @@ async def send_replies(
     progress: Callable[[DrainResult], None],
 ) -> None:
     """Send replies as mails queue them, until ``stopping``: one sender per
-    connection of the delivery, each claiming what is due whenever it is free,
-    waking on ``wake`` (or every few seconds, for retries).  Idle SMTP
-    connections are closed after IDLE_SMTP_CLOSE seconds; at the stop what is due
-    is sent once more.  ``progress`` is told the running totals."""
+    connection of the delivery.  A free sender claims what is due when ``wake``
+    is set (or every few seconds, for retries; every 0.2 s while replies are held
+    back), and only one free sender at a time waits for it: a wake is taken by one
+    sender, and passed on to the next free one as soon as a claim comes back full
+    (more may be due: they are claimed and sent side by side).  So a wake costs
+    one claim, not one per sender (all but one of which found nothing).  Idle
+    SMTP connections are closed after IDLE_SMTP_CLOSE seconds; at the stop what
+    is due is sent once more.  ``progress`` is told the running totals."""
     last_sent = time.monotonic()
+    listening = asyncio.Lock()
+    """held by the free sender that waits for the wake"""
+    senders.full = wake.set
 
     async def sender() -> None:
         nonlocal last_sent
@@ -76,12 +83,16 @@ async def send_replies(
             progress(senders.result)
             if sent:
                 last_sent = time.monotonic()
-                continue
+            if sent >= senders.batch:
+                continue  # a full claim: more may be due
             if time.monotonic() - last_sent > IDLE_SMTP_CLOSE:
                 await delivery.close()  # only the idle connections
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(wake.wait(), timeout=0.2 if left_out else 5.0)
-            wake.clear()
+            async with listening:
+                if stopping.is_set():
+                    break
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(wake.wait(), timeout=0.2 if left_out else 5.0)
+                wake.clear()
 
     try:
         await asyncio.gather(*(sender() for _ in range(senders.size)))
