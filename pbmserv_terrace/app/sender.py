@@ -47,6 +47,10 @@ RESTART_PAUSE = 1.0
 """seconds before a sender process that died is started again"""
 STOP_WAIT = 25.0
 """seconds a stopping sender process is given to send what is due"""
+LOOK_AGAIN = 5.0
+"""seconds after which a free sender looks without a wake (replies due for a retry)"""
+LOOK_AGAIN_HELD = 0.2
+"""the same while replies are held back (recipients being sent to, the rate limit)"""
 WAKE, STOP = b"w", b"s"
 
 
@@ -91,7 +95,7 @@ async def send_replies(
                 if stopping.is_set():
                     break
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(wake.wait(), timeout=0.2 if left_out else 5.0)
+                    await asyncio.wait_for(wake.wait(), timeout=LOOK_AGAIN_HELD if left_out else LOOK_AGAIN)
                 wake.clear()
 
     try:
