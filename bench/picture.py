@@ -10,6 +10,14 @@ whole picture onto the palette (``to_png(board_rgb(...))``), the new one draws o
 the mapped background and tiles (``board_png``).  Prints ms per picture (best and
 median of the rounds), the same without the PNG encoding (saving the finished
 palette image, timed alone and subtracted), PNG sizes and how many PNGs differ.
+
+Last, streams of games as mails show them (issue 18): 20 games of every setup
+and size played move by move, each position drawn once with its last move,
+capture and Terrace! rings.  The whole picture drawn and encoded band by band
+with SHA-256-keyed bands (``to_png(_draw(...))``, what board_png did before)
+against board_png, whose bands are keyed by what is drawn in them and drawn only
+when new; each path with an encoder of its own, fresh each round.  Prints ms per
+picture, the share of bands from the cache, and how many PNGs differ (none may).
 Run: .venv/bin/python bench/picture.py [--runs 200] [--rounds 7]
 """
 
@@ -17,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import io
+import random
 import statistics
 import sys
 import time
@@ -27,7 +36,9 @@ from PIL import Image
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from pbmserv_terrace.render.picture import board_png, board_rgb, board_svg, to_png
+from pbmserv_terrace.render import picture
+from pbmserv_terrace.render.picture import board_png, board_rgb, board_svg, threatened_squares, to_png
+from pbmserv_terrace.rules import Move, Position, start_position
 from tests.render.cases import SETUPS, SIZES, Case, examples, play_out
 
 TARGET_MS = 15.0
@@ -65,6 +76,7 @@ def main() -> None:
         print(f"{name:<20}{cold:>9.1f}{median:>11.2f}{p90:>8.2f}{len(data):>11}{svg_ms:>8.2f}")
     print(f"targets: median <= {TARGET_MS} ms, <= {TARGET_BYTES} bytes: {'met' if ok else 'MISSED'}")
     old_and_new(args.rounds)
+    streams(args.rounds)
 
 
 def old_png(case: Case) -> bytes:
@@ -114,6 +126,61 @@ def old_and_new(rounds: int) -> None:
         lengths = sorted(map(len, pngs))
         print(f"{path} PNG bytes: median {statistics.median(lengths):,.0f}, min {lengths[0]:,}, max {lengths[-1]:,}")
     print(f"PNGs that differ between old and new: {sum(a != b for a, b in zip(old, new, strict=True))} of {len(cases)}")
+
+
+def stream_positions(games: int, plies: int) -> list[tuple[Position, Move, int | None, list[int]]]:
+    rng = random.Random(18)
+    out = []
+    for variant in SETUPS:
+        for n in SIZES:
+            for _ in range(games):
+                pos = start_position(variant, n)
+                for _ in range(plies):
+                    moves = [m for m in pos.legal_moves() if not pos.play(m).is_over()]
+                    if not moves:
+                        break
+                    move = rng.choice(moves)
+                    captured = move.to if pos.board[move.to] else None
+                    pos = pos.play(move)
+                    out.append((pos, move, captured, threatened_squares(pos)))
+    return out
+
+
+def streams(rounds: int) -> None:
+    positions = stream_positions(20, 30)
+
+    def whole(item: tuple[Position, Move, int | None, list[int]]) -> bytes:
+        pos, move, captured, threatened = item
+        return to_png(picture._draw(pos, move, captured=captured, threatened=threatened, scale=2), pos.n)
+
+    def keyed(item: tuple[Position, Move, int | None, list[int]]) -> bytes:
+        pos, move, captured, threatened = item
+        return board_png(pos, move, captured=captured, threatened=threatened)
+
+    times: dict[str, list[float]] = {"whole": [], "keyed": []}
+    hits: dict[str, float] = {}
+    made: dict[str, list[bytes]] = {}
+    kept = picture.PNG
+    try:
+        for _ in range(rounds):
+            for path, work in (("whole", whole), ("keyed", keyed)):
+                picture.PNG = encoder = picture.BandedPng(entries=4096, level=picture.COMPRESS_LEVEL)
+                t0 = time.perf_counter()
+                made[path] = [work(item) for item in positions]
+                times[path].append((time.perf_counter() - t0) * 1000 / len(positions))
+                hits[path] = encoder.hits / (encoder.hits + encoder.misses)
+    finally:
+        picture.PNG = kept
+    print(
+        f"\nstreams: {len(positions)} positions (20 games of each setup and size, move by move), {rounds} rounds, ms per picture"
+    )
+    for path in ("whole", "keyed"):
+        print(
+            f"{path:<6} best {min(times[path]):.3f}  median {statistics.median(times[path]):.3f}  bands from the cache {hits[path]:.0%}"
+        )
+    ratio = statistics.median(times["whole"]) / statistics.median(times["keyed"])
+    differ = sum(a != b for a, b in zip(made["whole"], made["keyed"], strict=True))
+    print(f"keyed bands: {ratio:.2f}x faster (medians); PNGs that differ: {differ} of {len(positions)}")
 
 
 if __name__ == "__main__":

@@ -19,10 +19,13 @@ the same picture in RGB: mapped onto the palette it gives the very same pixels.
 
 from __future__ import annotations
 
+import math
+from bisect import bisect_left, bisect_right
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from typing import NamedTuple
 from xml.sax.saxutils import escape
 
 from PIL import Image, ImageDraw, ImageFont
@@ -31,7 +34,7 @@ from pbmserv_terrace.rules import Move, Position, format_tpn, geometry, parse_mo
 from pbmserv_terrace.rules.geometry import FILES
 from pbmserv_terrace.rules.pieces import KIND_T, SIZE, piece_text
 
-from .png import BandedPng
+from .png import BandedPng, bands_of
 
 Point = tuple[float, float]
 
@@ -519,8 +522,124 @@ def board_png(
     scale: int = 2,
 ) -> bytes:
     """The picture as a palette PNG, ``WIDTH * scale`` pixels square (640 at scale 2,
-    shown at 320 CSS pixels so it is sharp on high-density screens)."""
-    return to_png(_draw(pos, last_move, captured=captured, threatened=threatened, scale=scale), pos.n)
+    shown at 320 CSS pixels so it is sharp on high-density screens).
+
+    Encoded band by band (a row of squares, a margin), each band keyed by what is
+    drawn in it: its place, and in drawing order every mark and piece that reaches
+    its rows.  A band met before is neither drawn nor hashed; if any is new, only
+    what reaches the new bands is drawn.  The bytes are those of
+    ``to_png(_draw(...), n)`` (tests/render/test_picture.py checks it on streams
+    of games)."""
+    n, side = pos.n, WIDTH * scale
+    ops = _drawing(pos, last_move, captured, threatened, scale)
+    rows = _band_rows(n, scale)
+    starts = [first for first, _ in rows]
+    spans = [(max(0, bisect_right(starts, lo) - 1), bisect_left(starts, hi)) for (lo, hi), _ in ops]
+    """each step's bands: those from the one its top row is in to the last that begins above its bottom"""
+    reaching: list[list[Op]] = [[] for _ in rows]
+    for (a, b), (_, op) in zip(spans, ops, strict=True):
+        for i in range(a, b):
+            reaching[i].append(op)
+    bands = [(first, last, (n, scale, first, last, tuple(steps))) for (first, last), steps in zip(rows, reaching, strict=True)]
+
+    def draw(missing: list[int]) -> Image.Image:
+        return _draw_steps(n, scale, [op for (a, b), (_, op) in zip(spans, ops, strict=True) if any(a <= i < b for i in missing)])
+
+    return PNG.encode_keyed((side, side), _palette_bytes(n, scale), bands, draw)
+
+
+class Tile(NamedTuple):
+    """A piece's tile pasted with its top left corner at (x, y) pixels."""
+
+    piece: int
+    x: int
+    y: int
+
+
+Op = Shape | Tile
+"""one drawing step of a palette picture: a mark, or a piece's tile"""
+
+
+def _drawing(
+    pos: Position, last_move: Move | None, captured: int | None, threatened: Sequence[int], scale: int
+) -> list[tuple[tuple[int, int], Op]]:
+    """What :func:`_draw` draws on the background, in its order, each step with the
+    rows it can reach (top, bottom + 1; a shape's reach padded beyond its stroke)."""
+    n = pos.n
+    ops: list[tuple[tuple[int, int], Op]] = [(_reach(s, scale), s) for s in marks_under(pos, last_move).shapes]
+    centres, halves = _centres(n, scale), _halves(n, scale)
+    for sq, p in enumerate(pos.board):
+        if p:
+            (cx, cy), half = centres[sq], halves[p]
+            ops.append(((cy - half, cy + half), Tile(p, cx - half, cy - half)))
+    ops += [(_reach(s, scale), s) for s in marks_over(pos, captured, threatened).shapes]
+    return ops
+
+
+@cache
+def _centres(n: int, scale: int) -> tuple[tuple[int, int], ...]:
+    """Each square's centre in pixels, as a piece's tile is placed round it."""
+    return tuple((round(cx * scale), round(cy * scale)) for cx, cy in (_centre(n, sq) for sq in range(n * n)))
+
+
+class _Halves(dict[int, int]):
+    """Half the side of each piece's tile (drawn when first asked for)."""
+
+    def __init__(self, n: int, scale: int) -> None:
+        super().__init__()
+        self.n, self.scale = n, scale
+
+    def __missing__(self, piece: int) -> int:
+        self[piece] = half = _sprite_mapped(piece, self.n, self.scale)[2]
+        return half
+
+
+@cache
+def _halves(n: int, scale: int) -> _Halves:
+    return _Halves(n, scale)
+
+
+@cache
+def _band_rows(n: int, scale: int) -> list[tuple[int, int]]:
+    """The picture's bands: the top margin, each row of squares, the bottom margin."""
+    top, cell = MARGIN * scale, cell_size(n) * scale
+    return bands_of([round(top + k * cell) for k in range(n + 1)], WIDTH * scale)
+
+
+def _reach(shape: Shape, scale: int) -> tuple[int, int]:
+    """The rows (top, bottom + 1) a shape can paint, with a pixel to spare for
+    rounding: a Rect's or Circle's outline lies inside its box, a Line's stroke
+    reaches half its width beyond its points, a Polygon's outline is given its
+    whole width (tests/render/test_picture.py draws each mark alone to check)."""
+    if isinstance(shape, Rect):
+        lo, hi, pad = shape.y0, shape.y1, 0.0
+    elif isinstance(shape, Circle):
+        lo, hi, pad = shape.cy - shape.r, shape.cy + shape.r, 0.0
+    elif isinstance(shape, Line):
+        lo, hi, pad = min(y for _, y in shape.points), max(y for _, y in shape.points), shape.width / 2
+    elif isinstance(shape, Polygon):
+        lo, hi, pad = min(y for _, y in shape.points), max(y for _, y in shape.points), shape.width
+    else:  # (text is never drawn on a palette picture)
+        raise ValueError(f"text {shape.text!r} on a palette image: draw it in RGB")
+    return math.floor((lo - pad) * scale) - 1, math.ceil((hi + pad) * scale) + 2
+
+
+def _draw_steps(n: int, scale: int, ops: Sequence[Op]) -> Image.Image:
+    """The mapped background with these steps drawn on it, in order."""
+    im = _background_mapped(n, scale).copy()
+    ink = _ink(n)
+    for op in ops:
+        if isinstance(op, Tile):
+            tile, mask, _ = _sprite_mapped(op.piece, n, scale)
+            im.paste(tile, (op.x, op.y), mask)
+        else:
+            draw_shapes(im, [op], scale, ink)
+    return im
+
+
+@cache
+def _palette_bytes(n: int, scale: int) -> bytes:
+    return bytes(_background_mapped(n, scale).getpalette("RGB") or ())
 
 
 def board_rgb(

@@ -25,7 +25,7 @@ import struct
 import threading
 import zlib
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 
 from PIL import Image
 
@@ -61,8 +61,9 @@ class BandedPng:
 
     def __init__(self, *, entries: int = 4096, level: int = 3) -> None:
         self.entries, self.level = entries, level
-        self._bands: OrderedDict[bytes, tuple[bytes, int, int]] = OrderedDict()
-        """SHA-256 of a band → (its deflated bytes, its Adler-32, its length)"""
+        self._bands: OrderedDict[Hashable, tuple[bytes, int, int]] = OrderedDict()
+        """SHA-256 of a band, or (KEYED, what is drawn in it) → (its deflated bytes,
+        its Adler-32, its length)"""
         self._lock = threading.Lock()
         self.hits = self.misses = 0
 
@@ -75,33 +76,49 @@ class BandedPng:
         if not palette:
             raise ValueError("a palette picture without a palette")
         width, height = im.size
-        rows = sorted({0, *(c for c in cuts if 0 < c < height)}) if cuts else list(range(0, height, 64))
-        stride = width + 1
-        # each scanline is its filter byte (0: None) and the row: the picture pasted
-        # one column to the right of a column of index 0 gives exactly that
-        lined = Image.new("P", (stride, height), 0)
-        lined.paste(im, (1, 0))
-        raw = memoryview(lined.tobytes())
-        pieces = [ZLIB_HEADER]
-        adler = 1  # (the Adler-32 of nothing)
-        for top, bottom in zip(rows, [*rows[1:], height], strict=True):
-            deflated, band_adler, length = self._band(raw[top * stride : bottom * stride])
-            pieces.append(deflated)
-            adler = adler32_combine(adler, band_adler, length)
-        pieces += [FINAL_BLOCK, struct.pack(">I", adler)]
-        header = struct.pack(">IIBBBBB", width, height, 8, 3, 0, 0, 0)
-        return b"".join(
-            [
-                SIGNATURE,
-                _chunk(b"IHDR", header),
-                _chunk(b"PLTE", palette),
-                _chunk(b"IDAT", b"".join(pieces)),
-                _chunk(b"IEND", b""),
-            ]
-        )
+        rows = bands_of(cuts, height) if cuts else bands_of(range(64, height, 64), height)
+        raw, stride = _scanlines(im)
+        made = []
+        for top, bottom in rows:
+            band = raw[top * stride : bottom * stride]
+            made.append(self._band(hashlib.sha256(band).digest(), band))
+        return _png(width, height, palette, made)
 
-    def _band(self, band: memoryview) -> tuple[bytes, int, int]:
-        key = hashlib.sha256(band).digest()
+    def encode_keyed(
+        self,
+        size: tuple[int, int],
+        palette: bytes,
+        bands: Sequence[tuple[int, int, Hashable]],
+        draw: Callable[[list[int]], Image.Image],
+    ) -> bytes:
+        """A palette picture given as bands (top row, bottom row, a key that says
+        what is drawn in the band: equal keys, equal rows) that cover its height in
+        order.  A band whose key was met before costs a lookup: nothing is drawn or
+        hashed for it.  ``draw`` is called only if some band is new, with their
+        indices, and gives a picture (``size``, ``palette``) whose rows in those
+        bands are right (the others may be left undrawn)."""
+        width, height = size
+        made: list[tuple[bytes, int, int] | None] = []
+        with self._lock:
+            for _, _, key in bands:
+                known = self._bands.get((KEYED, key))
+                if known is not None:
+                    self._bands.move_to_end((KEYED, key))
+                    self.hits += 1
+                made.append(known)
+        missing = [i for i, m in enumerate(made) if m is None]
+        if missing:
+            im = draw(missing)
+            if im.mode != "P" or im.size != size:
+                raise ValueError(f"drawn {im.mode} {im.size}, not a palette picture of {size}")
+            raw, stride = _scanlines(im)
+            for i in missing:
+                top, bottom, key = bands[i]
+                made[i] = self._band((KEYED, key), raw[top * stride : bottom * stride])
+        return _png(width, height, palette, [m for m in made if m is not None])
+
+    def _band(self, key: Hashable, band: memoryview) -> tuple[bytes, int, int]:
+        """The band deflated, from the cache under ``key`` or deflated and kept."""
         with self._lock:
             known = self._bands.get(key)
             if known is not None:
@@ -116,3 +133,43 @@ class BandedPng:
             while len(self._bands) > self.entries:
                 self._bands.popitem(last=False)
         return made
+
+
+KEYED = "keyed"
+"""marks the cache keys of :meth:`BandedPng.encode_keyed` (the others are SHA-256 digests)"""
+
+
+def bands_of(cuts: Iterable[int], height: int) -> list[tuple[int, int]]:
+    """The (top, bottom) rows of the bands that begin at 0 and at each cut."""
+    rows = sorted({0, *(c for c in cuts if 0 < c < height)})
+    return list(zip(rows, [*rows[1:], height], strict=True))
+
+
+def _scanlines(im: Image.Image) -> tuple[memoryview, int]:
+    """The picture's scanlines, each its filter byte (0: None) and the row, and
+    their length: the picture pasted one column to the right of a column of index
+    0 gives exactly that."""
+    width, height = im.size
+    lined = Image.new("P", (width + 1, height), 0)
+    lined.paste(im, (1, 0))
+    return memoryview(lined.tobytes()), width + 1
+
+
+def _png(width: int, height: int, palette: bytes, bands: Sequence[tuple[bytes, int, int]]) -> bytes:
+    """The PNG file of these deflated bands (deflated bytes, Adler-32, length), top to bottom."""
+    pieces = [ZLIB_HEADER]
+    adler = 1  # (the Adler-32 of nothing)
+    for deflated, band_adler, length in bands:
+        pieces.append(deflated)
+        adler = adler32_combine(adler, band_adler, length)
+    pieces += [FINAL_BLOCK, struct.pack(">I", adler)]
+    header = struct.pack(">IIBBBBB", width, height, 8, 3, 0, 0, 0)
+    return b"".join(
+        [
+            SIGNATURE,
+            _chunk(b"IHDR", header),
+            _chunk(b"PLTE", palette),
+            _chunk(b"IDAT", b"".join(pieces)),
+            _chunk(b"IEND", b""),
+        ]
+    )

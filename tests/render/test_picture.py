@@ -281,3 +281,53 @@ def test_write_png(tmp_path: Path) -> None:
     with pytest.raises(NotationError):
         write_png(out, format_tpn(start_position()), "d2-d5")
     assert parse_tpn(format_tpn(start_position()))
+
+
+def painted_rows(shape: picture.Shape, n: int, scale: int) -> tuple[int, int] | None:
+    """The rows a mark paints when drawn alone (top, bottom + 1), if any."""
+    im = Image.new("P", (picture.WIDTH * scale, picture.WIDTH * scale), 0)
+    picture.draw_shapes(im, [shape], scale, {colour: 1 for colour in picture._ink(n)})
+    box = im.getbbox()
+    return (box[1], box[3]) if box else None
+
+
+@pytest.mark.parametrize("scale", [1, 2])
+def test_bands_keyed_by_what_is_drawn_give_the_bytes_of_the_whole_drawing(scale: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """board_png keys each band by the marks and pieces that reach it and draws
+    only new bands.  On streams of games (every position with its last move, its
+    capture and its Terrace! rings, and now and then marks on random squares),
+    with one encoder kept warm throughout, each picture is byte for byte the
+    whole picture drawn and encoded from scratch, most bands come from the cache,
+    and every mark drawn alone stays within the rows it is said to reach."""
+    warm = picture.BandedPng(entries=4096, level=picture.COMPRESS_LEVEL)
+    monkeypatch.setattr(picture, "PNG", warm)
+    rng = random.Random(scale)
+    marks = 0
+    pictures = 0
+    for variant, n in itertools.product(("long", "4p", "3p"), SIZES):
+        pos = start_position(variant, n)
+        for ply in range(40):
+            moves = [m for m in pos.legal_moves() if not pos.play(m).is_over()]
+            if not moves:
+                break
+            move = rng.choice(moves)
+            captured = move.to if pos.board[move.to] else None
+            pos = pos.play(move)
+            threatened = picture.threatened_squares(pos)
+            if rng.random() < 0.2:
+                threatened = rng.sample(range(n * n), rng.randrange(1, 4))
+                captured = rng.choice([None, rng.randrange(n * n)])
+            got = board_png(pos, move, captured=captured, threatened=threatened, scale=scale)
+            whole = picture._draw(pos, move, captured=captured, threatened=threatened, scale=scale)
+            cell, top = picture.cell_size(n) * scale, picture.MARGIN * scale
+            want = picture.BandedPng().encode(whole, [round(top + k * cell) for k in range(n + 1)])
+            assert got == want, f"{variant} {n}x{n} ply {ply} scale {scale}"
+            pictures += 1
+            if ply % 5 == 0:
+                for shape in (*picture.marks_under(pos, move).shapes, *picture.marks_over(pos, captured, threatened).shapes):
+                    rows, (top, bottom) = painted_rows(shape, n, scale), picture._reach(shape, scale)
+                    assert rows is None or (top <= rows[0] and rows[1] <= bottom), (shape, rows, (top, bottom))
+                    marks += 1
+    assert pictures > 150 and marks > 100
+    print(f"{pictures} pictures: bands {warm.hits} from the cache, {warm.misses} drawn")
+    assert warm.hits > warm.misses  # (a move changes two or three rows of squares)
