@@ -7,7 +7,10 @@ every time for the rows that did not change.  So the picture is cut into
 horizontal bands (for a board: one per row of squares, and the margins), each
 band is deflated on its own (the stream flushed fully at its end, so that no
 band refers back into another) and the result is kept, keyed by the SHA-256 of
-the band's bytes: a band met before costs a hash and a lookup.  The bands'
+the band's bytes: a band met before costs a hash and a lookup.  A caller that
+can say what is drawn in each band (:meth:`BandedPng.encode_keyed`: the board
+pictures, whose bands are keyed by the marks and pieces that reach them) spares
+the hash too, and draws only the bands that are new.  The bands'
 pieces are one valid zlib stream (RFC 1950/1951: deflate blocks that end on a
 byte boundary may follow one another; the last is an empty final block), whose
 Adler-32 is combined from the bands' own.
