@@ -38,8 +38,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from pbmserv_terrace.render import picture
 from pbmserv_terrace.render.picture import board_png, board_rgb, board_svg, threatened_squares, to_png
-from pbmserv_terrace.rules import Move, Position, start_position
-from tests.render.cases import SETUPS, SIZES, Case, examples, play_out
+from pbmserv_terrace.rules import Move, Position
+from tests.render.cases import SETUPS, SIZES, Case, examples, play_out, random_game
 
 TARGET_MS = 15.0
 TARGET_BYTES = 25_000
@@ -134,14 +134,7 @@ def stream_positions(games: int, plies: int) -> list[tuple[Position, Move, int |
     for variant in SETUPS:
         for n in SIZES:
             for _ in range(games):
-                pos = start_position(variant, n)
-                for _ in range(plies):
-                    moves = [m for m in pos.legal_moves() if not pos.play(m).is_over()]
-                    if not moves:
-                        break
-                    move = rng.choice(moves)
-                    captured = move.to if pos.board[move.to] else None
-                    pos = pos.play(move)
+                for pos, move, captured in random_game(variant, n, plies, rng):
                     out.append((pos, move, captured, threatened_squares(pos)))
     return out
 

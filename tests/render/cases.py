@@ -7,6 +7,7 @@ generator, so they are real positions and the same on every run.
 from __future__ import annotations
 
 import random
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from pbmserv_terrace.render import CommentView, GameView, MoveRow, PlayerView
@@ -47,6 +48,20 @@ def play_out(variant: str, n: int, plies: int, seed: int) -> Case:
         case = Case(pos, move, captured, [], case.history)
     case.threatened = [sq for a in pos.threatened_armies() if (sq := pos.t_square(a)) is not None]
     return case
+
+
+def random_game(variant: str, n: int, plies: int, rng: random.Random) -> Iterator[tuple[Position, Move, int | None]]:
+    """A game of random legal moves that do not end it, as its mails show it: after
+    each move the position, the move and the square of its capture (None: none)."""
+    pos = start_position(variant, n)
+    for _ in range(plies):
+        moves = [m for m in pos.legal_moves() if not pos.play(m).is_over()]
+        if not moves:
+            return
+        move = rng.choice(moves)
+        captured = move.to if pos.board[move.to] else None
+        pos = pos.play(move)
+        yield pos, move, captured
 
 
 def examples() -> dict[str, Case]:

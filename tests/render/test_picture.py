@@ -26,7 +26,7 @@ from pbmserv_terrace.render.picture import (
 from pbmserv_terrace.rules import VARIANTS, NotationError, Position, format_tpn, parse_tpn, start_position
 from pbmserv_terrace.rules.pieces import KIND_T, make_piece
 
-from .cases import SETUPS, SIZES, Case, golden_cases, play_out
+from .cases import SETUPS, SIZES, Case, golden_cases, play_out, random_game
 
 PICTURES = Path(__file__).resolve().parents[1] / "data" / "pictures"
 MAX_BYTES = 25_000
@@ -305,14 +305,7 @@ def test_bands_keyed_by_what_is_drawn_give_the_bytes_of_the_whole_drawing(scale:
     marks = 0
     pictures = 0
     for variant, n in itertools.product(("long", "4p", "3p"), SIZES):
-        pos = start_position(variant, n)
-        for ply in range(40):
-            moves = [m for m in pos.legal_moves() if not pos.play(m).is_over()]
-            if not moves:
-                break
-            move = rng.choice(moves)
-            captured = move.to if pos.board[move.to] else None
-            pos = pos.play(move)
+        for ply, (pos, move, captured) in enumerate(random_game(variant, n, 40, rng)):
             threatened = picture.threatened_squares(pos)
             if rng.random() < 0.2:
                 threatened = rng.sample(range(n * n), rng.randrange(1, 4))
