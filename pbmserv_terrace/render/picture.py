@@ -534,8 +534,8 @@ def board_png(
     ops = _drawing(pos, last_move, captured, threatened, scale)
     rows = _band_rows(n, scale)
     starts = [first for first, _ in rows]
+    # each step's bands: from the one its top row is in to the last that begins above its bottom
     spans = [(max(0, bisect_right(starts, lo) - 1), bisect_left(starts, hi)) for (lo, hi), _ in ops]
-    """each step's bands: those from the one its top row is in to the last that begins above its bottom"""
     reaching: list[list[Op]] = [[] for _ in rows]
     for (a, b), (_, op) in zip(spans, ops, strict=True):
         for i in range(a, b):
@@ -563,8 +563,8 @@ Op = Shape | Tile
 def _drawing(
     pos: Position, last_move: Move | None, captured: int | None, threatened: Sequence[int], scale: int
 ) -> list[tuple[tuple[int, int], Op]]:
-    """What :func:`_draw` draws on the background, in its order, each step with the
-    rows it can reach (top, bottom + 1; a shape's reach padded beyond its stroke)."""
+    """What is drawn on the background, in order, each step with the rows it can
+    reach (top, bottom + 1; a shape's reach padded beyond its stroke)."""
     n = pos.n
     ops: list[tuple[tuple[int, int], Op]] = [(_reach(s, scale), s) for s in marks_under(pos, last_move).shapes]
     centres, halves = _centres(n, scale), _halves(n, scale)
@@ -590,7 +590,7 @@ class _Halves(dict[int, int]):
         self.n, self.scale = n, scale
 
     def __missing__(self, piece: int) -> int:
-        self[piece] = half = _sprite_mapped(piece, self.n, self.scale)[2]
+        self[piece] = half = _sprite(piece, self.n, self.scale)[1]  # (the mapped tile's too)
         return half
 
 
@@ -624,13 +624,17 @@ def _reach(shape: Shape, scale: int) -> tuple[int, int]:
     return math.floor((lo - pad) * scale) - 1, math.ceil((hi + pad) * scale) + 2
 
 
-def _draw_steps(n: int, scale: int, ops: Sequence[Op]) -> Image.Image:
-    """The mapped background with these steps drawn on it, in order."""
-    im = _background_mapped(n, scale).copy()
-    ink = _ink(n)
+def _draw_steps(n: int, scale: int, ops: Sequence[Op], *, mapped: bool = True) -> Image.Image:
+    """The background with these steps drawn on it, in order: on the palette, or
+    with ``mapped=False`` in RGB."""
+    im = (_background_mapped if mapped else _background_image)(n, scale).copy()
+    ink = _ink(n) if mapped else None
     for op in ops:
         if isinstance(op, Tile):
-            tile, mask, _ = _sprite_mapped(op.piece, n, scale)
+            if mapped:
+                tile, mask, _ = _sprite_mapped(op.piece, n, scale)
+            else:
+                tile = mask = _sprite(op.piece, n, scale)[0]
             im.paste(tile, (op.x, op.y), mask)
         else:
             draw_shapes(im, [op], scale, ink)
@@ -661,21 +665,8 @@ def _draw(
     """The cached background, the marks under the pieces, the cached piece tiles, the
     marks over them: on the palette (the mapped background and tiles, the marks
     drawn with their palette indices) or, with ``mapped=False``, in RGB."""
-    n = pos.n
-    ink = _ink(n) if mapped else None
-    im = (_background_mapped if mapped else _background_image)(n, scale).copy()
-    draw_shapes(im, marks_under(pos, last_move).shapes, scale, ink)
-    for sq, p in enumerate(pos.board):
-        if p:
-            if mapped:
-                tile, mask, half = _sprite_mapped(p, n, scale)
-            else:
-                tile, half = _sprite(p, n, scale)
-                mask = tile
-            cx, cy = _centre(n, sq)
-            im.paste(tile, (round(cx * scale) - half, round(cy * scale) - half), mask)
-    draw_shapes(im, marks_over(pos, captured, threatened).shapes, scale, ink)
-    return im
+    steps = [op for _, op in _drawing(pos, last_move, captured, threatened, scale)]
+    return _draw_steps(pos.n, scale, steps, mapped=mapped)
 
 
 # ------------------------------------------------------------------------ words
