@@ -21,8 +21,8 @@ challenged:
 processes on one database and one mailbox (issue 18 item 5: they share the work
 through the inbound queue), each on a fresh database, and prints mails/s for each
 and where the CPU went: the serve processes, PostgreSQL (the postmaster, its live
-backends and the ones it reaped), and the rest of the box (Dovecot, the relay, the
-simulated players, and whatever else runs).
+backends and the ones it reaped), and the rest of the box: Dovecot, the relay, the
+simulated players (this process), and whatever else runs.
 Every serve starts with an empty password cache, so each of the 200 players'
 first move costs one password check (~45 ms of CPU).  The first ``--warm``
 plies of each game (default 6 for each serve process: each process has a cache
@@ -94,6 +94,14 @@ def tree_cpu(pid: int) -> float:
                 if int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1]) == pid:
                     total += proc_cpu(int(entry.name))
     return total
+
+
+def outside_cpu(dovecot: DovecotServer, relay_pid: int | None) -> list[float]:
+    """CPU seconds so far of what stands for the world outside the server: Dovecot
+    (its master, its live and reaped processes), the relay, and this process
+    (the simulated players)."""
+    master = dovecot.proc.pid if dovecot.proc is not None else None
+    return [tree_cpu(master) if master else 0.0, proc_cpu(relay_pid) if relay_pid else 0.0, proc_cpu(os.getpid())]
 
 
 def postgres_cpu(pg: PostgresCluster | None) -> float:
@@ -292,6 +300,7 @@ async def run(
     workdir: Path,
     workers: int | None = None,
     pg: PostgresCluster | None = None,
+    relay_pid: int | None = None,
 ) -> tuple[float, float, float]:
     """One run with ``workers`` serve processes (default --workers); returns (mails/s, p50, p99)."""
     workers = workers or args.workers
@@ -391,6 +400,7 @@ async def run(
         imap = await asyncio.to_thread(fill_backlog, dovecot, moves, workdir.name, timed)
     start = time.perf_counter()
     cpu0 = [tree_cpu(p.pid) for p in procs], postgres_cpu(pg), box_cpu()
+    outside0 = outside_cpu(dovecot, relay_pid)
     checks0 = await asyncio.to_thread(password_checks, health)
     xacts0 = await pg_transactions(url) if pg is not None else 0
     log0 = pg_log.stat().st_size if pg_log is not None else 0
@@ -405,6 +415,7 @@ async def run(
         await asyncio.gather(*(game(g, timed, latencies) for g in range(args.games)))
     elapsed = time.perf_counter() - start
     cpu1 = [tree_cpu(p.pid) for p in procs], postgres_cpu(pg), box_cpu()
+    outside = [b - a for a, b in zip(outside0, outside_cpu(dovecot, relay_pid), strict=True)]
     checks = await asyncio.to_thread(password_checks, health) - checks0
     log1 = pg_log.stat().st_size if pg_log is not None else 0
     await asyncio.sleep(1.0)  # backends report their counts at most once a second
@@ -425,7 +436,9 @@ async def run(
     print(f"  CPU over {elapsed:.1f} s (box {os.cpu_count()} cores, busy {100 * box_s / elapsed / (os.cpu_count() or 1):.0f} %): "
           f"serve {sum(serves):.1f} s ({' + '.join(f'{c:.1f}' for c in serves)}; {per * sum(serves):.1f} ms/mail), "
           f"postgres {pg_s:.1f} s ({per * pg_s:.1f} ms/mail), rest of the box {box_s - sum(serves) - pg_s:.1f} s "
-          f"(dovecot, relay, players, other); {checks} passwords verified with the slow hash", flush=True)  # fmt: skip
+          f"({per * (box_s - sum(serves) - pg_s):.1f} ms/mail: dovecot {per * outside[0]:.1f}, the relay {per * outside[1]:.1f}, "
+          f"the players (this process) {per * outside[2]:.1f}, other {per * (box_s - sum(serves) - pg_s - sum(outside)):.1f}); "
+          f"{checks} passwords verified with the slow hash", flush=True)  # fmt: skip
     if pg is not None:
         each = 1 / max(1, done)
         print(f"  PostgreSQL: {each * xacts:.1f} transactions/mail", end="")
@@ -487,7 +500,9 @@ def main() -> None:
                     workdir = Path(tmp) / f"run{i}"
                     workdir.mkdir()
                     url = pg.create_database() if pg else f"sqlite+aiosqlite:///{workdir}/bench.db"
-                    got = asyncio.run(run(args, rate, dovecot, port, watch_of, url, workdir, n if scaling else None, pg))
+                    got = asyncio.run(
+                        run(args, rate, dovecot, port, watch_of, url, workdir, n if scaling else None, pg, relay.pid)
+                    )
                     results.append((n, rate, got))
         finally:
             assert relay.stdin is not None

@@ -26,7 +26,7 @@ from pbmserv_terrace.app.compose import to_outgoing
 from pbmserv_terrace.app.outbox import OutboxSenders
 from pbmserv_terrace.config import Config, load_config
 from pbmserv_terrace.mail import delivery as delivery_module
-from pbmserv_terrace.mail.delivery import STAGING, MaildirDelivery, maildir_name, staged_key, staged_name
+from pbmserv_terrace.mail.delivery import STAGING, MaildirDelivery, StagedFiles, maildir_name, staged_key, staged_name
 from pbmserv_terrace.mail.message import Outgoing, build_message
 from pbmserv_terrace.store import Database, OutboxMessage, UnitOfWork, utcnow
 
@@ -39,11 +39,19 @@ class Killed(BaseException):
 
 
 class DiesAfterStaging(MaildirDelivery):
-    """The process dies once the claim's replies are staged, before their outcome is committed."""
+    """The process dies once the claim's replies are staged (written and synced),
+    before their outcome is committed."""
 
-    def stage(self, replies: Sequence[tuple[str, bytes]]) -> list[OSError | None]:
-        super().stage(replies)
-        raise Killed
+    def write_staged(self, replies: Sequence[tuple[str, bytes]]) -> StagedFiles:
+        staged = super().write_staged(replies)
+        sync = staged.sync
+
+        def sync_then_die() -> list[OSError | None]:
+            sync()
+            raise Killed
+
+        staged.sync = sync_then_die  # type: ignore[method-assign]
+        return staged
 
 
 class DiesBeforePublishing(MaildirDelivery):
@@ -423,3 +431,74 @@ def test_deliver_writes_one_message_straight_into_new(tmp_path: Path) -> None:
     assert delivered_ids(root) == [mid(1), mid(2)]
     assert sorted(str(m["Subject"]) for m in delivered(root)["dee@x.test"]) == ["test 1", "test 2"]
     assert not (root / STAGING).exists()
+
+
+class Calls:
+    """The delivery module's ``os`` and ``syncfs``, counting the syncs; ``fsync``
+    fails with EIO for the files whose bytes hold ``bad``, and ``syncfs`` says
+    so (-1) when ``fail_syncfs``."""
+
+    def __init__(self, bad: bytes = b"", fail_syncfs: bool = False) -> None:
+        self.bad, self.fail_syncfs = bad, fail_syncfs
+        self.syncfsed: list[int] = []
+        self.fsynced: list[int] = []
+        self.bad_fds: set[int] = set()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(os, name)
+
+    def write(self, fd: int, data: bytes | memoryview) -> int:
+        if self.bad and self.bad in bytes(data):
+            self.bad_fds.add(fd)
+        return os.write(fd, data)
+
+    def fsync(self, fd: int) -> None:
+        self.fsynced.append(fd)
+        if fd in self.bad_fds:
+            raise OSError(errno.EIO, os.strerror(errno.EIO))
+        os.fsync(fd)
+
+    def sync_fs(self, fd: int) -> int:
+        self.syncfsed.append(fd)
+        return -1 if self.fail_syncfs else 0
+
+
+def test_staged_files_are_synced_by_one_syncfs_and_closed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = Calls()
+    monkeypatch.setattr(delivery_module, "os", calls)
+    monkeypatch.setattr(delivery_module, "_SYNCFS", calls.sync_fs)
+    maildir = MaildirDelivery(tmp_path)
+    staged = maildir.write_staged([(f"n{i}", f"reply {i}\n".encode()) for i in range(5)])
+    fds = [fd for _, fd in staged.opened]
+    assert len(fds) == 5 and calls.syncfsed == []  # written, not synced yet
+    assert staged.sync() == [None] * 5
+    assert len(calls.syncfsed) == 1 and calls.fsynced == []  # one sync for the claim, no fsync per file
+    for fd in fds:
+        with pytest.raises(OSError):
+            os.fstat(fd)  # closed
+    assert maildir.staged() == [f"n{i}" for i in range(5)]
+    assert (tmp_path / STAGING / "n3").read_bytes() == b"reply 3\n"
+
+
+def test_an_error_the_syncfs_reports_is_found_file_by_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """syncfs says an error happened somewhere on the filesystem: each file is
+    fsynced, the one that fails is unstaged and reported, the others stay."""
+    calls = Calls(bad=b"reply 2", fail_syncfs=True)
+    monkeypatch.setattr(delivery_module, "os", calls)
+    monkeypatch.setattr(delivery_module, "_SYNCFS", calls.sync_fs)
+    maildir = MaildirDelivery(tmp_path)
+    outcomes = maildir.stage([(f"n{i}", f"reply {i}\n".encode()) for i in range(4)])
+    assert [o is None for o in outcomes] == [True, True, False, True]
+    assert isinstance(outcomes[2], OSError) and outcomes[2].errno == errno.EIO
+    assert len(calls.syncfsed) == 1 and len(calls.fsynced) == 4 + 1  # each file, then the folder
+    assert maildir.staged() == ["n0", "n1", "n3"]
+
+
+def test_without_syncfs_each_file_is_fsynced_then_the_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = Calls()
+    monkeypatch.setattr(delivery_module, "os", calls)
+    monkeypatch.setattr(delivery_module, "_SYNCFS", None)
+    maildir = MaildirDelivery(tmp_path)
+    assert maildir.stage([(f"n{i}", b"x\n") for i in range(3)]) == [None] * 3
+    assert len(calls.fsynced) == 3 + 1
+    assert maildir.staged() == ["n0", "n1", "n2"]
