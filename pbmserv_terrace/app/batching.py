@@ -14,7 +14,11 @@ batcher one loop iteration apart.  So a lane that comes free does not start at
 once while mails are known to be on their way (:meth:`GroupCommit.expect`: taken
 in and not yet here; ``coming``: SMTP transactions begun whose data has not
 arrived yet): it waits for them, up to ``gather`` seconds after the first mail
-began to wait.  With nothing on its way (light load) nothing waits.
+began to wait.  With nothing on its way (light load) nothing waits.  A wait that
+ends with ``gather`` is told to the listener (``overdue``), which from then on
+leaves the mails it was still receiving out of ``coming`` until they arrive: a
+client that stalls mid-mail holds one batch for ``gather``, not every batch
+while it stalls.
 
 Which mails may be in flight at once is decided before they get here
 (:mod:`.ordering`): mails that touch the same things never meet in one batch,
@@ -60,6 +64,7 @@ class GroupCommit:
         limit: int,
         lanes: int,
         coming: Callable[[], int] = lambda: 0,
+        overdue: Callable[[], None] = lambda: None,
         gather: float = GATHER,
     ) -> None:
         self.limit = max(1, limit)
@@ -68,6 +73,7 @@ class GroupCommit:
         self.on_way = 0
         """mails expected (:meth:`expect`) that have not got here yet"""
         self._coming = coming
+        self._overdue = overdue
         self._handle_batch = handle_batch
         self._waiting: list[tuple[InboundMail, asyncio.Future[HandleResult]]] = []
         self._running = 0
@@ -111,6 +117,7 @@ class GroupCommit:
             self._waiting_since = now
         if now - self._waiting_since >= self.gather:
             self._waiting_since = None
+            self._overdue()  # what did not come in time is not waited for again
             return False
         if self._recheck is None:  # in case what is on its way never comes (a client hangs up)
             self._recheck = loop.call_at(self._waiting_since + self.gather, self._recheck_now)

@@ -60,7 +60,11 @@ class Server:
         self.runner = KeyedRunner(config.server.concurrency)
         # SQLite has one writer: one batch at a time; PostgreSQL runs two side by side
         self.batcher = GroupCommit(
-            self.service.handle_batch, limit=BATCH_LIMIT, lanes=1 if self.db.is_sqlite else 2, coming=self._smtp_coming
+            self.service.handle_batch,
+            limit=BATCH_LIMIT,
+            lanes=1 if self.db.is_sqlite else 2,
+            coming=self._smtp_coming,
+            overdue=self._smtp_overdue,
         )
         self._held: set[str] = set()
         """keys of mails put back for a later pass (later mails sharing them wait too)"""
@@ -277,6 +281,11 @@ class Server:
     def _smtp_coming(self) -> int:
         """Mails the embedded listener is receiving (see :mod:`.batching`)."""
         return self.embedded.receiving() if self.embedded is not None else 0
+
+    def _smtp_overdue(self) -> None:
+        """The mails the embedded listener is receiving were waited for in vain."""
+        if self.embedded is not None:
+            self.embedded.overdue()
 
     # ------------------------------------------------------------------- loops
     async def outbound_loop(self) -> None:

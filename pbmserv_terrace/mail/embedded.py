@@ -60,6 +60,8 @@ class EmbeddedInbound:
         self._handler = _Handler(handle)
         self._server: asyncio.base_events.Server | None = None
         self._connections: weakref.WeakSet[SMTP] = weakref.WeakSet()
+        self._overdue: weakref.WeakKeyDictionary[SMTP, Envelope] = weakref.WeakKeyDictionary()
+        """connections whose mail (this envelope) was waited for in vain (:meth:`overdue`)"""
 
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
@@ -76,13 +78,29 @@ class EmbeddedInbound:
 
     def receiving(self) -> int:
         """Mails being received: connections whose client has begun a mail (MAIL
-        FROM) whose data has not been handed over yet."""
+        FROM) whose data has not been handed over yet, leaving out those found
+        :meth:`overdue`."""
+        return len(self._receiving())
+
+    def overdue(self) -> None:
+        """The mails being received now were waited for and did not come: they are
+        left out of :meth:`receiving` until they arrive (a client's next mail, a
+        new envelope, counts again)."""
+        for smtp in self._receiving():
+            if smtp.envelope is not None:
+                self._overdue[smtp] = smtp.envelope
+
+    def _receiving(self) -> list[SMTP]:
         handing = self._handler.handing
-        return sum(
-            1
+        return [
+            smtp
             for smtp in self._connections
-            if smtp.transport is not None and smtp.envelope is not None and smtp.envelope.mail_from and smtp not in handing
-        )
+            if smtp.transport is not None
+            and smtp.envelope is not None
+            and smtp.envelope.mail_from
+            and smtp not in handing
+            and self._overdue.get(smtp) is not smtp.envelope
+        ]
 
     async def stop(self) -> None:
         if self._server is not None:

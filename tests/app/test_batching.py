@@ -89,6 +89,58 @@ def test_nothing_on_its_way_nothing_waits() -> None:
     assert record.sizes == [1]
 
 
+def test_a_mail_waited_for_in_vain_is_told_overdue_and_not_waited_for_again() -> None:
+    """A client that stalls mid-mail: the first batch waits ``gather`` for it and
+    says so (``overdue``); the listener then leaves it out of ``coming``, and the
+    next batches start at once."""
+    record = Recorder()
+    stalled = [1]
+    told: list[int] = []
+
+    def overdue() -> None:
+        told.append(stalled[0])
+        stalled[0] = 0
+
+    async def run() -> None:
+        group = GroupCommit(record, limit=10, lanes=1, gather=0.1, coming=lambda: stalled[0], overdue=overdue)
+        assert (await asyncio.wait_for(group.handle(mail("a@p.test")), HANG)).status == "ok"
+        assert told == [1]
+        group.gather = HANG  # a wait now would outlast the test's patience
+        for sender in ("b@p.test", "c@p.test"):
+            assert (await asyncio.wait_for(group.handle(mail(sender)), 5.0)).status == "ok"
+        assert told == [1]
+
+    asyncio.run(run())
+    assert record.sizes == [1, 1, 1]
+
+
+def test_the_listener_leaves_out_a_mail_found_overdue_until_the_next_one() -> None:
+    async def run() -> None:
+        listener = EmbeddedInbound("127.0.0.1", 0, lambda raw: asyncio.sleep(0))
+        await listener.start()
+        slow, quick = (aiosmtplib.SMTP(hostname="127.0.0.1", port=listener.port) for _ in range(2))
+        try:
+            await slow.connect()
+            await quick.connect()
+            await slow.mail("ann@p.test")
+            await slow.rcpt(SERVER)
+            assert listener.receiving() == 1
+            listener.overdue()  # waited for in vain
+            assert listener.receiving() == 0
+            await quick.mail("ben@p.test")
+            assert listener.receiving() == 1  # a mail begun since counts
+            await quick.rset()
+            assert (await asyncio.wait_for(slow.data(raw_mail("ann@p.test", "help")), HANG))[0] == 250
+            await slow.mail("ann@p.test")
+            assert listener.receiving() == 1  # the slow client's next mail counts again
+        finally:
+            slow.close()
+            quick.close()
+            await listener.stop()
+
+    asyncio.run(run())
+
+
 def test_the_listener_counts_the_mails_it_is_receiving() -> None:
     """MAIL FROM begins a mail being received; it ends when the data is handed over
     (or the client says RSET, or hangs up)."""
@@ -187,6 +239,52 @@ def test_serve_answers_mails_being_received_together_in_one_batch(tmp_path: Path
         finally:
             for client in clients:
                 client.close()
+            server.stop()
+            await asyncio.wait_for(serving, HANG)
+
+    asyncio.run(run())
+
+
+def test_a_client_stalled_mid_mail_holds_serve_s_batches_once(tmp_path: Path) -> None:
+    """Through serve: a client begins a mail and stalls.  The next mail from
+    another client waits ``gather`` for it once; the mails after that are
+    handled at once, though the stalled client is still mid-mail."""
+    cfg = load_config(
+        None,
+        {
+            "PBMSERV_DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path / 'b.db'}",
+            "PBMSERV_ADDRESS": SERVER,
+            "PBMSERV_EMBEDDED_LISTEN_PORT": str(free_port()),
+            "PBMSERV_EMBEDDED_MAILDIR_ROOT": str(tmp_path / "maildirs"),
+            "PBMSERV_SERVER_OUTBOX_PROCESS": "false",
+            "PBMSERV_WEB_LISTEN": "off",
+        },
+    )
+
+    async def run() -> None:
+        server = Server(cfg)
+        up = asyncio.Event()
+        serving = asyncio.create_task(server.run(up.set))
+        await asyncio.wait_for(up.wait(), HANG)
+        server.batcher.gather = 0.2
+        stalled = aiosmtplib.SMTP(hostname="127.0.0.1", port=cfg.embedded.listen_port)
+        client = aiosmtplib.SMTP(hostname="127.0.0.1", port=cfg.embedded.listen_port)
+        try:
+            await stalled.connect()
+            await stalled.mail("ann@p.test")
+            await stalled.rcpt(SERVER)  # ... and nothing more
+            await client.connect()
+            first = await asyncio.wait_for(client.sendmail("ben@p.test", [SERVER], raw_mail("ben@p.test", "help")), HANG)
+            assert first[1].startswith("2.0.0")
+            server.batcher.gather = HANG  # a wait now would outlast the test's patience
+            for i in range(3):
+                sent = client.sendmail("ben@p.test", [SERVER], raw_mail("ben@p.test", "help", message_id=f"<later{i}@p.test>"))
+                assert (await asyncio.wait_for(sent, 5.0))[1].startswith("2.0.0")
+            assert server.embedded is not None and server.embedded.receiving() == 0
+            assert (server.batcher.batches, server.batcher.mails) == (4, 4)
+        finally:
+            stalled.close()
+            client.close()
             server.stop()
             await asyncio.wait_for(serving, HANG)
 
