@@ -345,6 +345,24 @@ def message_bytes(msg: Message) -> bytes:
     return out.getvalue()
 
 
+_LONE_CR_OR_LF = re.compile(rb"\r\n|\r|\n")
+
+
+def smtp_data(data: bytes) -> bytes:
+    """A message's bytes as SMTP's DATA sends them (RFC 5321 4.1.1.4, 4.5.2):
+    CRLF line ends (a lone CR or LF becomes CRLF), a line that begins with "."
+    gets another, and CRLF "." CRLF ends it.  What aiosmtplib sends for them,
+    byte for byte, without its regular expressions where it can: :func:`message_bytes`
+    gives LF line ends only."""
+    data = _LONE_CR_OR_LF.sub(b"\r\n", data) if b"\r" in data else data.replace(b"\n", b"\r\n")
+    if not data.endswith(b"\r\n"):
+        data += b"\r\n"
+    data = data.replace(b"\r\n.", b"\r\n..")
+    if data.startswith(b"."):
+        data = b"." + data
+    return data + b".\r\n"
+
+
 @dataclass(frozen=True)
 class Outgoing:
     """A reply ready to go: the message, its bytes (:func:`message_bytes`, LF line

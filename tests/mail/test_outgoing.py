@@ -12,13 +12,18 @@ import random
 from datetime import datetime
 from email.message import Message
 from pathlib import Path
+from typing import Any
 
+import aiosmtplib
+import aiosmtplib.protocol as aiosmtplib_protocol
 import pytest
 from aiosmtpd.controller import Controller
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pbmserv_terrace.config import load_config
-from pbmserv_terrace.mail.delivery import MaildirDelivery, SmtpDelivery
-from pbmserv_terrace.mail.message import COMPAT32, Outgoing, build_message, message_bytes
+from pbmserv_terrace.mail.delivery import MaildirDelivery, SmtpDelivery, _transmit
+from pbmserv_terrace.mail.message import COMPAT32, Outgoing, build_message, message_bytes, smtp_data
 from pbmserv_terrace.testing.postgres import free_port
 
 PNG = bytes(range(256)) * 90  # stands for a picture: 23 kB, any bytes
@@ -119,3 +124,92 @@ def test_the_maildir_gets_the_bytes_and_smtp_the_same_with_crlf(tmp_path: Path) 
     assert [(f, r) for f, r, _ in received] == [("pbm@srv.test", ["ann@x.test"])] * 2
     assert received[0][2] == out.data.replace(b"\n", b"\r\n")
     assert received[0][2] == received[1][2]  # the same bytes either way
+
+
+@given(st.lists(st.sampled_from([b"a", b".", b"\r", b"\n", b"\r\n", b".\n", b"x.y"]), max_size=40).map(b"".join))
+@settings(max_examples=500, deadline=None)
+def test_smtp_data_is_what_aiosmtplib_sends_for_the_same_bytes(data: bytes) -> None:
+    """Line ends, dot-stuffing and the final dot, byte for byte as aiosmtplib's
+    DATA puts them (its normalisation, then its dot-stuffing regex)."""
+    theirs = aiosmtplib_protocol.PERIOD_REGEX.sub(b"..", aiosmtplib_protocol.normalize_message_line_endings(data))
+    assert smtp_data(data) == theirs + b".\r\n"
+
+
+class Answers:
+    """An SMTP server's handler that keeps what it was given and answers RCPT
+    TO and DATA as told (``rcpt``, ``data``: reply lines; empty: accept)."""
+
+    def __init__(self) -> None:
+        self.rcpt, self.data = "", ""
+        self.received: list[tuple[str, list[str], list[str], bytes]] = []
+        self.commands: list[str] = []
+
+    async def handle_RCPT(self, server: object, session: object, envelope: Any, address: str, options: list[str]) -> str:
+        self.commands.append("RCPT")
+        if self.rcpt:
+            return self.rcpt
+        envelope.rcpt_tos.append(address)
+        return "250 OK"
+
+    async def handle_DATA(self, server: object, session: object, envelope: Any) -> str:
+        self.commands.append("DATA")
+        if self.data:
+            return self.data
+        self.received.append((envelope.mail_from, envelope.rcpt_tos, envelope.mail_options, envelope.original_content))
+        return "250 OK"
+
+    async def handle_RSET(self, server: object, session: object, envelope: Any) -> str:
+        self.commands.append("RSET")
+        return "250 OK"
+
+
+def test_smtp_sends_a_reply_as_sendmail_would_and_maps_refusals_the_same() -> None:
+    """The reply's transaction on a real SMTP server (aiosmtpd): the same bytes
+    and envelope as aiosmtplib's ``sendmail`` with SIZE, and refusals raise what
+    ``sendmail`` raises (so the outbox sorts them the same), the envelope reset."""
+    msg = reply(**BOARD, body="board\n.\n..two dots\n")  # lines that need dot-stuffing
+    out = Outgoing.of(msg, "pbm@srv.test")
+    answers = Answers()
+    port = free_port()
+    controller = Controller(answers, hostname="127.0.0.1", port=port)
+    controller.start()
+
+    async def refused(client: aiosmtplib.SMTP) -> BaseException:
+        try:
+            await _transmit(client, out, "ann@x.test")
+        except Exception as exc:
+            return exc
+        raise AssertionError("not refused")
+
+    try:
+
+        async def run() -> None:
+            client = aiosmtplib.SMTP(hostname="127.0.0.1", port=port)
+            await client.connect()
+            await _transmit(client, out, "ann@x.test")
+            await client.sendmail("pbm@srv.test", ["ann@x.test"], out.data)
+            ours, theirs = answers.received
+            assert ours == theirs  # sender, recipients, MAIL options (SIZE), bytes
+            crlf = out.data.replace(b"\n", b"\r\n")
+            assert ours[2] == [f"SIZE={len(crlf)}"]  # (aiosmtpd writes the keyword in capitals)
+            assert ours[3] == crlf  # the dots as they were, after un-stuffing
+
+            answers.rcpt = "550 5.1.1 no such user"
+            permanent = await refused(client)
+            assert isinstance(permanent, aiosmtplib.SMTPRecipientsRefused)
+            assert [r.code for r in permanent.recipients] == [550]
+            assert answers.commands[-2:] == ["RCPT", "RSET"]
+
+            answers.rcpt, answers.data = "", "451 4.3.0 try later"
+            later = await refused(client)
+            assert isinstance(later, aiosmtplib.SMTPDataError) and later.code == 451
+            assert answers.commands[-2:] == ["DATA", "RSET"]
+
+            answers.data = ""
+            await _transmit(client, out, "ann@x.test")  # the connection goes on
+            assert answers.received[-1] == ours
+            await client.quit()
+
+        asyncio.run(run())
+    finally:
+        controller.stop()
