@@ -426,7 +426,9 @@ def relay_main(argv: list[str] | None = None) -> None:
 
     async def handle_DATA(server: Any, session: Any, envelope: Any) -> str:
         result = "250 OK discarded" if discard else await original(server, session, envelope)
-        answered = BytesHeaderParser().parsebytes(envelope.original_content or envelope.content)["In-Reply-To"]
+        data = envelope.original_content or envelope.content
+        head = data.split(b"\r\n\r\n", 1)[0]  # the header block only: the feed parser reads a body line by line
+        answered = BytesHeaderParser().parsebytes(head)["In-Reply-To"]
         if answered and result.startswith("250"):
             with lock:
                 sys.stdout.write(f"relayed {str(answered).strip()} {time.time():.6f}\n")
