@@ -11,7 +11,7 @@ import aiosmtplib
 
 from pbmserv_terrace.app.batching import GroupCommit
 from pbmserv_terrace.app.server import Server
-from pbmserv_terrace.config import load_config
+from pbmserv_terrace.config import Config, load_config
 from pbmserv_terrace.inbound import InboundMail
 from pbmserv_terrace.mail.embedded import EmbeddedInbound
 from pbmserv_terrace.mail.message import parse_message
@@ -190,11 +190,9 @@ def test_the_listener_counts_the_mails_it_is_receiving() -> None:
     asyncio.run(run())
 
 
-def test_serve_answers_mails_being_received_together_in_one_batch(tmp_path: Path) -> None:
-    """Through serve's embedded listener: a mail that arrives while three other
-    clients are mid-mail waits for them (one batch, one transaction); a mail that
-    arrives alone is handled at once."""
-    cfg = load_config(
+def serve_config(tmp_path: Path) -> Config:
+    """serve on SQLite with its embedded listener, replies sent from its own process."""
+    return load_config(
         None,
         {
             "PBMSERV_DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path / 'b.db'}",
@@ -205,6 +203,13 @@ def test_serve_answers_mails_being_received_together_in_one_batch(tmp_path: Path
             "PBMSERV_WEB_LISTEN": "off",
         },
     )
+
+
+def test_serve_answers_mails_being_received_together_in_one_batch(tmp_path: Path) -> None:
+    """Through serve's embedded listener: a mail that arrives while three other
+    clients are mid-mail waits for them (one batch, one transaction); a mail that
+    arrives alone is handled at once."""
+    cfg = serve_config(tmp_path)
 
     def move(i: int) -> bytes:
         # (board commands: mails on different boards by different players may share a
@@ -249,17 +254,7 @@ def test_a_client_stalled_mid_mail_holds_serve_s_batches_once(tmp_path: Path) ->
     """Through serve: a client begins a mail and stalls.  The next mail from
     another client waits ``gather`` for it once; the mails after that are
     handled at once, though the stalled client is still mid-mail."""
-    cfg = load_config(
-        None,
-        {
-            "PBMSERV_DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path / 'b.db'}",
-            "PBMSERV_ADDRESS": SERVER,
-            "PBMSERV_EMBEDDED_LISTEN_PORT": str(free_port()),
-            "PBMSERV_EMBEDDED_MAILDIR_ROOT": str(tmp_path / "maildirs"),
-            "PBMSERV_SERVER_OUTBOX_PROCESS": "false",
-            "PBMSERV_WEB_LISTEN": "off",
-        },
-    )
+    cfg = serve_config(tmp_path)
 
     async def run() -> None:
         server = Server(cfg)
