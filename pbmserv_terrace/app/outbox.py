@@ -208,11 +208,11 @@ class OutboxSenders:
         :func:`_compose_and_write`), made durable (one sync, in a thread: the
         composer goes on with the next claim meanwhile), their outcomes
         committed (the group commit), and only then published into the
-        recipients' Maildirs (one more hop to the composer thread).  A crash before the commit leaves them pending (they
-        are staged again, under the same names); one after it leaves them staged
-        and recorded as sent (the next start publishes them: :meth:`_recover`).
-        So each reply shows up once, and the per-reply cost is a file's, not a
-        transaction's."""
+        recipients' Maildirs (one more hop to the composer thread).  A crash
+        before the commit leaves them pending (they are staged again, under the
+        same names); one after it leaves them staged and recorded as sent (the
+        next start publishes them: :meth:`_recover`).  So each reply shows up
+        once, and the per-reply cost is a file's, not a transaction's."""
         loop = asyncio.get_running_loop()
         names = [staged_name(row.id, row.message_id, row.created_at) for row in rows]
         messages, staged = await loop.run_in_executor(COMPOSER, _compose_and_write, rows, names, maildir, self.config)
