@@ -290,7 +290,12 @@ def _set_text(part: Message, body: str, subtype: str = "plain") -> None:
 
 def _boundary(message_id: str) -> str:
     """A MIME boundary that no part's text contains (from the Message-ID's hash)."""
-    return "pbmserv-" + hashlib.sha256(message_id.encode()).hexdigest()[:24]
+    return _BOUNDARY_MARK + hashlib.sha256(message_id.encode()).hexdigest()[:24]
+
+
+_BOUNDARY_MARK = "pbmserv-"
+_BOUNDARY_IN = re.compile(_BOUNDARY_MARK + "[0-9a-f]{24}")
+_BOUNDARY_STANDIN = _BOUNDARY_MARK + "0" * 24
 
 
 # ------------------------------------------------------------- serialising
@@ -302,12 +307,25 @@ class _Compat32(email.policy.Compat32):
     """``compat32``, but a header value of printable ASCII words that fits on its
     line is written as it is: what compat32's folding (an ``email.header.Header``
     built and encoded per header) gives for it, at a fraction of the cost.
-    Anything else (long, non-ASCII, encoded words, line breaks) folds as before."""
+    Anything else (long, non-ASCII, encoded words, line breaks) folds as before,
+    and a value with one of our MIME boundaries in it (the long ``Content-Type``
+    of each multipart) is folded once per shape: compat32 breaks a line only at
+    ``;``, ``,`` and white space, so the boundary's hex digits, all alike to it,
+    can be put back into the folded text of a stand-in of the same length."""
 
     def fold_binary(self, name: str, value: str) -> bytes:
         limit = self.max_line_length
         if isinstance(value, str) and (not limit or len(name) + 2 + len(value) <= limit) and _PLAIN_HEADER.fullmatch(value):
             return f"{name}: {value}{self.linesep}".encode("ascii")
+        if isinstance(value, str) and value.isascii() and value.count(_BOUNDARY_MARK) == 1:
+            found = _BOUNDARY_IN.search(value)
+            if found is not None:
+                shape = value[: found.start()] + _BOUNDARY_STANDIN + value[found.end() :]
+                return self._fold_shape(name, shape).replace(_BOUNDARY_STANDIN.encode(), found.group().encode())
+        return super().fold_binary(name, value)
+
+    @functools.lru_cache(maxsize=64)  # noqa: B019 (the policies are few and live for good)
+    def _fold_shape(self, name: str, value: str) -> bytes:
         return super().fold_binary(name, value)
 
 
@@ -339,10 +357,51 @@ class _Generator(BytesGenerator):
 
 def message_bytes(msg: Message) -> bytes:
     """``msg.as_bytes(policy=email.policy.compat32)``, byte for byte (LF line
-    ends, no ``>From`` mangling), in a third of the time."""
+    ends, no ``>From`` mangling).  The messages :func:`build_message` makes are
+    written by :func:`_plain_bytes`, a tenth of the generator's time; anything
+    else goes through the generator (a third of ``as_bytes``'s time)."""
+    pieces: list[bytes] = []
+    if _plain_bytes(msg, pieces):
+        return b"".join(pieces)
     out = BytesIO()
     _Generator(out, mangle_from_=False, policy=COMPAT32).flatten(msg)
     return out.getvalue()
+
+
+def _plain_bytes(msg: Message, out: list[bytes]) -> bool:
+    """Append what the generator writes for ``msg`` to ``out``, for the shapes
+    :func:`build_message` makes: compat32 parts whose payload is ASCII text
+    (headers, a blank line, the text with its line ends made LF), or a list of
+    parts (``multipart/*`` with a boundary and no preamble or epilogue: each part
+    after ``--boundary``, then ``--boundary--``).  False, with ``out`` in an
+    unknown state, for anything else: the caller then uses the generator."""
+    if msg.policy is not COMPAT32 or msg.get_unixfrom() is not None:
+        return False
+    payload = msg.get_payload()
+    maintype = msg.get_content_maintype()
+    if isinstance(payload, list):
+        boundary = msg.get_boundary() if maintype == "multipart" else None
+        if boundary is None or msg.preamble is not None or msg.epilogue is not None:
+            return False
+    elif not isinstance(payload, str) or not payload.isascii() or maintype in ("multipart", "message"):
+        return False
+    for name, value in msg.raw_items():
+        out.append(COMPAT32.fold_binary(name, value))
+    out.append(b"\n")
+    if isinstance(payload, str):
+        if "\r" in payload:
+            payload = _NEWLINES.sub("\n", payload)
+        out.append(payload.encode("ascii"))
+        return True
+    line = f"--{boundary}\n".encode("ascii")
+    out.append(line)
+    for i, part in enumerate(payload):
+        if i:
+            out.append(b"\n" + line)
+        if not isinstance(part, Message) or not _plain_bytes(part, out):
+            return False
+    out.append(f"\n--{boundary}--\n".encode("ascii"))
+    return True
 
 
 _LONE_CR_OR_LF = re.compile(rb"\r\n|\r|\n")

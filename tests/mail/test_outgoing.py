@@ -85,6 +85,56 @@ def test_the_short_cut_folds_headers_as_compat32_does() -> None:
                 assert ours.fold_binary(name, value) == stdlib.fold_binary(name, value), (name, value)
 
 
+_TEXT = st.lists(st.sampled_from(["a", " ", "\n", "\r", "\r\n", "From ", ".", "ä", "♜", "=", ";", "x" * 90]), max_size=30).map(
+    "".join
+)
+
+
+@given(
+    subject=_TEXT, body=_TEXT, sender_name=_TEXT, html=st.none() | _TEXT,
+    message_id=st.text("abcdef0123456789@<>.-", min_size=1, max_size=100),
+    in_reply_to=st.none() | st.text("abz09@<>.; ", max_size=150),
+    images=st.lists(st.tuples(st.text("abc@.", min_size=1, max_size=20), st.binary(max_size=200)), max_size=2),
+)  # fmt: skip
+@settings(max_examples=300, deadline=None)
+def test_any_reply_is_written_as_the_email_package_writes_it(**kw: Any) -> None:
+    """:func:`message_bytes` writes the messages :func:`build_message` makes
+    itself: byte for byte what the generator writes, whatever the text."""
+    msg = reply(**kw)
+    assert message_bytes(msg) == msg.as_bytes(policy=email.policy.compat32)
+
+
+def test_shapes_it_does_not_write_itself_go_through_the_generator() -> None:
+    empty = Message(policy=COMPAT32)
+    empty["Content-Type"] = 'multipart/mixed; boundary="b1"'
+    empty.set_payload([])
+    with_preamble = reply(**BOARD)
+    with_preamble.preamble, with_preamble.epilogue = "This is MIME.", "bye"
+    forwarded = Message(policy=COMPAT32)
+    forwarded["Content-Type"] = 'multipart/mixed; boundary="b2"'
+    inner = Message(policy=COMPAT32)
+    inner["Content-Type"] = "message/rfc822"
+    inner.attach(reply())
+    forwarded.attach(inner)
+    raw = email.message_from_bytes("Subject: x\n\nJ\xf6rg\n".encode("latin-1"), policy=COMPAT32)  # surrogates
+    unix = reply()
+    unix.set_unixfrom("From pbm@srv.test Thu Jan  1 00:00:00 2026")
+    for msg in (empty, with_preamble, forwarded, raw, unix, reply(**{**BOARD, "html": "<p>ä</p>"})):
+        assert message_bytes(msg) == msg.as_bytes(policy=email.policy.compat32)
+
+
+@given(
+    st.text('abc ;,="\t', max_size=60), st.text('abc ;,="\t', max_size=60), st.text("0123456789abcdef", min_size=24, max_size=24)
+)
+@settings(max_examples=500, deadline=None)
+def test_a_boundary_is_folded_as_compat32_folds_it(before: str, after: str, hex_digits: str) -> None:
+    value = f"{before}pbmserv-{hex_digits}{after}"
+    for name in ("Content-Type", "X-Long-Header-Name-For-Folding"):
+        for linesep in ("\n", "\r\n"):
+            ours, stdlib = COMPAT32.clone(linesep=linesep), email.policy.compat32.clone(linesep=linesep)
+            assert ours.fold_binary(name, value) == stdlib.fold_binary(name, value), (name, value)
+
+
 def test_a_board_mails_copies_share_the_pictures_encoding() -> None:
     first, second = reply(**BOARD), reply(**BOARD, recipient="bob@x.test", message_id="<r2@srv.test>")
     pictures = [m.get_payload(1).get_payload(1) for m in (first, second)]
