@@ -223,7 +223,7 @@ def build_message(
     if not is_valid_address(recipient):
         raise ValueError(f"not a deliverable address: {recipient!r}")
     msg = Message(policy=COMPAT32)
-    msg["From"] = formataddr((_one_line(sender_name), sender), charset="utf-8")
+    msg["From"] = _from_header(sender_name, sender)
     msg["To"] = recipient
     subject = _one_line(subject)[:900]
     msg["Subject"] = subject if subject.isascii() else Header(subject, "utf-8").encode()
@@ -245,11 +245,12 @@ def build_message(
     # multipart/alternative: the text part first (the record, as pbmserv sent it),
     # then multipart/related with the HTML and its inline pictures (cid:), which
     # mail clients show where they block SVG and data: URIs
-    msg["Content-Type"] = f'multipart/alternative; boundary="alt-{_boundary(message_id)}"'
+    boundary = _boundary(message_id)
+    msg["Content-Type"] = f'multipart/alternative; boundary="alt-{boundary}"'
     text = Message(policy=COMPAT32)
     _set_text(text, body)
     related = Message(policy=COMPAT32)
-    related["Content-Type"] = f'multipart/related; type="text/html"; boundary="rel-{_boundary(message_id)}"'
+    related["Content-Type"] = f'multipart/related; type="text/html"; boundary="rel-{boundary}"'
     page = Message(policy=COMPAT32)
     _set_text(page, html, "html")
     related.attach(page)
@@ -266,6 +267,12 @@ def build_message(
     return msg
 
 
+@functools.lru_cache(maxsize=16)
+def _from_header(sender_name: str, sender: str) -> str:
+    """The From header (the same for every reply a server sends)."""
+    return formataddr((_one_line(sender_name), sender), charset="utf-8")
+
+
 @functools.lru_cache(maxsize=64)
 def _base64_lines(data: bytes) -> str:
     """A picture's base64 text, encoded once however many replies carry it (the
@@ -277,7 +284,7 @@ def _set_text(part: Message, body: str, subtype: str = "plain") -> None:
     """ASCII text with lines of legal length goes as it is (7bit: no encoding to
     run, the stdlib's quoted-printable encoder is pure Python); anything else as
     quoted-printable UTF-8."""
-    if body.isascii() and all(len(line) <= _MAX_LINE for line in body.split("\n")):
+    if body.isascii() and max(map(len, body.split("\n"))) <= _MAX_LINE:
         part["Content-Type"] = f'text/{subtype}; charset="us-ascii"'
         part["Content-Transfer-Encoding"] = "7bit"
         part.set_payload(body)
