@@ -368,8 +368,11 @@ def _font(pixels: int) -> ImageFont.FreeTypeFont | ImageFont.ImageFont:
     return ImageFont.load_default(size=pixels)
 
 
-def draw_shapes(im: Image.Image, shapes: Sequence[Shape], scale: float, ink: Mapping[str, int] | None = None) -> None:
-    """Draw ``shapes`` on ``im`` with every coordinate multiplied by ``scale``.
+def draw_shapes(
+    im: Image.Image, shapes: Sequence[Shape], scale: float, ink: Mapping[str, int] | None = None, *, up: int = 0
+) -> None:
+    """Draw ``shapes`` on ``im`` with every coordinate multiplied by ``scale``,
+    and ``up`` whole pixels higher (``im`` is then the picture's rows from ``up``).
 
     On a palette image ``ink`` gives each colour's palette index.  Text is not
     drawn there: Pillow would draw it without anti-aliasing."""
@@ -380,23 +383,23 @@ def draw_shapes(im: Image.Image, shapes: Sequence[Shape], scale: float, ink: Map
 
     for shape in shapes:
         if isinstance(shape, Rect):
-            box = (shape.x0 * scale, shape.y0 * scale, shape.x1 * scale - 1, shape.y1 * scale - 1)
+            box = (shape.x0 * scale, shape.y0 * scale - up, shape.x1 * scale - 1, shape.y1 * scale - 1 - up)
             draw.rectangle(box, paint(shape.fill), paint(shape.outline), round(shape.width * scale))
         elif isinstance(shape, Circle):
             r = shape.r * scale
-            box = (shape.cx * scale - r, shape.cy * scale - r, shape.cx * scale + r, shape.cy * scale + r)
+            box = (shape.cx * scale - r, shape.cy * scale - r - up, shape.cx * scale + r, shape.cy * scale + r - up)
             draw.ellipse(box, paint(shape.fill), paint(shape.outline), round(shape.width * scale))
         elif isinstance(shape, Line):
-            draw.line([(x * scale, y * scale) for x, y in shape.points], paint(shape.colour), round(shape.width * scale))
+            draw.line([(x * scale, y * scale - up) for x, y in shape.points], paint(shape.colour), round(shape.width * scale))
         elif isinstance(shape, Polygon):
-            pts = [(x * scale, y * scale) for x, y in shape.points]
+            pts = [(x * scale, y * scale - up) for x, y in shape.points]
             draw.polygon(pts, paint(shape.fill), paint(shape.outline), round(shape.width * scale))
         elif ink is not None:
             raise ValueError(f"text {shape.text!r} on a palette image: draw it in RGB")
         else:
             stroke = max(1, round(shape.size * scale / 22)) if shape.bold else 0
             draw.text(
-                (shape.x * scale, shape.y * scale),
+                (shape.x * scale, shape.y * scale - up),
                 shape.text,
                 shape.fill,
                 _font(round(shape.size * scale)),
@@ -542,8 +545,19 @@ def board_png(
             reaching[i].append(op)
     bands = [(first, last, (n, scale, first, last, tuple(steps))) for (first, last), steps in zip(rows, reaching, strict=True)]
 
-    def draw(missing: list[int]) -> Image.Image:
-        return _draw_steps(n, scale, [op for (a, b), (_, op) in zip(spans, ops, strict=True) if any(a <= i < b for i in missing)])
+    def draw(missing: list[int]) -> tuple[Image.Image, int]:
+        # what reaches the new bands, on the rows from the first to the last and
+        # the whole of every mark among it (Pillow draws a mark cut by the edge
+        # of the picture a pixel off here and there)
+        top, bottom = rows[missing[0]][0], rows[missing[-1]][1]
+        steps = []
+        for (a, b), ((lo, hi), op) in zip(spans, ops, strict=True):
+            if any(a <= i < b for i in missing):
+                steps.append(op)
+                if not isinstance(op, Tile):
+                    top, bottom = min(top, lo), max(bottom, hi)
+        top, bottom = max(top, 0), min(bottom, side)
+        return _draw_steps(n, scale, steps, rows=(top, bottom)), top
 
     return PNG.encode_keyed((side, side), _palette_bytes(n, scale), bands, draw)
 
@@ -624,10 +638,16 @@ def _reach(shape: Shape, scale: int) -> tuple[int, int]:
     return math.floor((lo - pad) * scale) - 1, math.ceil((hi + pad) * scale) + 2
 
 
-def _draw_steps(n: int, scale: int, ops: Sequence[Op], *, mapped: bool = True) -> Image.Image:
+def _draw_steps(
+    n: int, scale: int, ops: Sequence[Op], *, mapped: bool = True, rows: tuple[int, int] | None = None
+) -> Image.Image:
     """The background with these steps drawn on it, in order: on the palette, or
-    with ``mapped=False`` in RGB."""
-    im = (_background_mapped if mapped else _background_image)(n, scale).copy()
+    with ``mapped=False`` in RGB.  With ``rows`` (top, bottom + 1) only those rows
+    of it (each step moved up by ``top`` whole pixels, which draws the same pixels
+    there: the differential test in tests/render/test_picture.py)."""
+    background = (_background_mapped if mapped else _background_image)(n, scale)
+    top = rows[0] if rows is not None else 0
+    im = background.crop((0, top, background.width, rows[1])) if rows is not None else background.copy()
     ink = _ink(n) if mapped else None
     for op in ops:
         if isinstance(op, Tile):
@@ -635,9 +655,9 @@ def _draw_steps(n: int, scale: int, ops: Sequence[Op], *, mapped: bool = True) -
                 tile, mask, _ = _sprite_mapped(op.piece, n, scale)
             else:
                 tile = mask = _sprite(op.piece, n, scale)[0]
-            im.paste(tile, (op.x, op.y), mask)
+            im.paste(tile, (op.x, op.y - top), mask)
         else:
-            draw_shapes(im, [op], scale, ink)
+            draw_shapes(im, [op], scale, ink, up=top)
     return im
 
 

@@ -92,14 +92,16 @@ class BandedPng:
         size: tuple[int, int],
         palette: bytes,
         bands: Sequence[tuple[int, int, Hashable]],
-        draw: Callable[[list[int]], Image.Image],
+        draw: Callable[[list[int]], tuple[Image.Image, int]],
     ) -> bytes:
         """A palette picture given as bands (top row, bottom row, a key that says
         what is drawn in the band: equal keys, equal rows) that cover its height in
         order.  A band whose key was met before costs a lookup: nothing is drawn or
         hashed for it.  ``draw`` is called only if some band is new, with their
-        indices, and gives a picture (``size``, ``palette``) whose rows in those
-        bands are right (the others may be left undrawn)."""
+        indices, and gives a part of the picture (``palette``, the picture's width)
+        and the picture's row its top row is: it must cover those bands and their
+        rows be right (the part may be the whole, and rows of other bands in it may
+        be left undrawn)."""
         width, height = size
         made: list[tuple[bytes, int, int] | None] = []
         with self._lock:
@@ -111,13 +113,14 @@ class BandedPng:
                 made.append(known)
         missing = [i for i, m in enumerate(made) if m is None]
         if missing:
-            im = draw(missing)
-            if im.mode != "P" or im.size != size:
-                raise ValueError(f"drawn {im.mode} {im.size}, not a palette picture of {size}")
+            im, first = draw(missing)
+            covered = first <= bands[missing[0]][0] and bands[missing[-1]][1] <= first + im.height <= height
+            if im.mode != "P" or im.width != width or not covered:
+                raise ValueError(f"drawn {im.mode} {im.size} from row {first}: not the new bands of a palette picture of {size}")
             raw, stride = _scanlines(im)
             for i in missing:
                 top, bottom, key = bands[i]
-                made[i] = self._band((KEYED, key), raw[top * stride : bottom * stride])
+                made[i] = self._band((KEYED, key), raw[(top - first) * stride : (bottom - first) * stride])
         return _png(width, height, palette, [m for m in made if m is not None])
 
     def _band(self, key: Hashable, band: memoryview) -> tuple[bytes, int, int]:
