@@ -388,7 +388,7 @@ def _plain_bytes(msg: Message, out: list[bytes]) -> bool:
     maintype = msg.get_content_maintype()
     if isinstance(payload, list):
         boundary = msg.get_boundary() if maintype == "multipart" else None
-        if boundary is None or msg.preamble is not None or msg.epilogue is not None:
+        if not boundary or msg.preamble is not None or msg.epilogue is not None:  # (the generator makes one)
             return False
     elif not isinstance(payload, str) or not payload.isascii() or maintype in ("multipart", "message"):
         return False
