@@ -38,12 +38,18 @@ class _Listener(SMTP):
     package's header parser (and defines a class each time): ~6 % of serve's CPU
     a mail (issue 18).  For a dot-atom address in angle brackets the result is
     the same, the address as written and what follows it (tests/mail/
-    test_embedded_addresses.py compares the two); anything else is aiosmtpd's."""
+    test_embedded_addresses.py compares the two); anything else is aiosmtpd's,
+    and what its parser cannot read at all is a malformed address (553)."""
 
     def _getaddr(self, arg: str) -> tuple[str | None, str | None]:
         plain = _PLAIN_ANGLE_ADDR.fullmatch(arg)
         if plain is None:
-            return super()._getaddr(arg)
+            try:
+                return super()._getaddr(arg)
+            except (IndexError, ValueError):
+                # the header parser trips over some (a lone "<"): aiosmtpd would
+                # answer "500 Error: (IndexError) ..." and log a traceback
+                return None, None
         address, rest = plain.groups()
         if self.local_part_limit and len(address.rpartition("@")[0]) > self.local_part_limit:
             return None, None
