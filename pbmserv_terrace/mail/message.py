@@ -303,6 +303,11 @@ def _boundary(message_id: str) -> str:
 _BOUNDARY_MARK = "pbmserv-"
 _BOUNDARY_IN = re.compile(_BOUNDARY_MARK + "[0-9a-f]{24}")
 _BOUNDARY_STANDIN = _BOUNDARY_MARK + "0" * 24
+_OUR_MULTIPART = re.compile(
+    r'multipart/(?:alternative|related; type="text/html"); boundary="([a-z]+-' + _BOUNDARY_MARK + '[0-9a-f]{24})"'
+)
+"""the Content-Type of a multipart :func:`build_message` makes: its boundary is
+what ``get_boundary`` reads from it (which parses any parameters, slowly)"""
 
 
 # ------------------------------------------------------------- serialising
@@ -385,9 +390,10 @@ def _plain_bytes(msg: Message, out: list[bytes]) -> bool:
     if msg.policy is not COMPAT32 or msg.get_unixfrom() is not None:
         return False
     payload = msg.get_payload()
-    maintype = msg.get_content_maintype()
+    ours = _OUR_MULTIPART.fullmatch(str(msg.get("Content-Type", "")))
+    maintype = "multipart" if ours else msg.get_content_maintype()
     if isinstance(payload, list):
-        boundary = msg.get_boundary() if maintype == "multipart" else None
+        boundary = (ours.group(1) if ours else msg.get_boundary()) if maintype == "multipart" else None
         if not boundary or msg.preamble is not None or msg.epilogue is not None:  # (the generator makes one)
             return False
     elif not isinstance(payload, str) or not payload.isascii() or maintype in ("multipart", "message"):
