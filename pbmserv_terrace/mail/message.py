@@ -122,6 +122,27 @@ def _header(msg: Message, name: str) -> str:
     return "" if value is None else str(value)
 
 
+_ATEXT = r"[A-Za-z0-9!#$%&'*+\-/=?^_`{|}~]+"
+_PLAIN_ADDRESS = re.compile(rf"{_ATEXT}(?:\.{_ATEXT})*@{_ATEXT}(?:\.{_ATEXT})*")
+"""a bare ``local@domain`` whose halves are dot-atoms (RFC 5322 3.2.3)"""
+
+
+def _parseaddr(value: str) -> tuple[str, str]:
+    """``email.utils.parseaddr``; a bare plain address (most headers a mail
+    client writes into To, and what an MTA writes into X-Original-To) is
+    ('', itself) without the character-by-character parser."""
+    return ("", value) if _PLAIN_ADDRESS.fullmatch(value) else parseaddr(value)
+
+
+def _getaddresses(values: list[str]) -> list[tuple[str, str]]:
+    """``email.utils.getaddresses``, the same short cut when every value is a
+    bare plain address (the parser reads the values joined by commas, so one
+    value that is not could swallow the next)."""
+    if all(_PLAIN_ADDRESS.fullmatch(v) for v in values):
+        return [("", v) for v in values]
+    return getaddresses(values)
+
+
 def with_envelope_recipients(raw: bytes, recipients: list[str]) -> bytes:
     """``raw`` with an ``X-Original-To`` header per envelope recipient in front."""
     head = b"".join(
@@ -135,7 +156,7 @@ def parse_message(raw: bytes) -> InboundMail:
     ``email`` package recovers is used; a missing Message-ID gets a stable one made
     from the content, so a second delivery of the same bytes is still recognised."""
     msg = BytesParser(policy=email.policy.compat32).parsebytes(raw)
-    name_addr = parseaddr(_header(msg, "From").replace("\r", " ").replace("\n", " "))[1]
+    name_addr = _parseaddr(_header(msg, "From").replace("\r", " ").replace("\n", " "))[1]
     sender = name_addr.strip()
     if "@" in sender:
         local, _, domain = sender.rpartition("@")
@@ -166,7 +187,7 @@ def parse_message(raw: bytes) -> InboundMail:
             values = [str(v) for v in msg.get_all(name, [])]
         except Exception:
             continue
-        for _, addr in getaddresses([" ".join(v.split()) for v in values]):
+        for _, addr in _getaddresses([" ".join(v.split()) for v in values]):
             if addr and addr not in recipients:
                 recipients.append(addr)
     references = _MSGID.findall(_header(msg, "In-Reply-To"))
@@ -185,6 +206,8 @@ def parse_message(raw: bytes) -> InboundMail:
 
 
 def _decode_header(value: str) -> str:
+    if "=?" not in value:  # no encoded word: decoding gives the value as it is
+        return value
     try:
         return str(make_header(decode_header(value)))
     except Exception:
