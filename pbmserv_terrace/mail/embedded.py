@@ -17,7 +17,7 @@ from typing import Any
 
 from aiosmtpd.smtp import SMTP, Envelope, Session
 
-from .message import with_envelope_recipients
+from .message import DOT_ATOM_ADDRESS, with_envelope_recipients
 
 log = logging.getLogger("pbmserv.embedded")
 
@@ -26,10 +26,9 @@ RawHandler = Callable[[bytes], Awaitable[None]]
 MAX_MESSAGE = 12 * 1024 * 1024
 
 
-_ATOM = r"[A-Za-z0-9!#$%&'*+\-/=?^_`{|}~]+"
-_PLAIN_ANGLE_ADDR = re.compile(rf"[ \t]*<({_ATOM}(?:\.{_ATOM})*@{_ATOM}(?:\.{_ATOM})*)>[ \t]*(?![ \t(])(.*)", re.DOTALL)
-"""``<local@domain>`` whose both halves are dot-atoms (RFC 5322 3.2.3), with the
-white space around it, and the rest"""
+_PLAIN_ANGLE_ADDR = re.compile(rf"[ \t]*<({DOT_ATOM_ADDRESS})>[ \t]*(?![ \t(])(.*)", re.DOTALL)
+"""``<local@domain>`` whose both halves are dot-atoms, with the white space
+around it, and the rest"""
 
 
 class _Listener(SMTP):

@@ -123,8 +123,10 @@ def _header(msg: Message, name: str) -> str:
 
 
 _ATEXT = r"[A-Za-z0-9!#$%&'*+\-/=?^_`{|}~]+"
-_PLAIN_ADDRESS = re.compile(rf"{_ATEXT}(?:\.{_ATEXT})*@{_ATEXT}(?:\.{_ATEXT})*")
-"""a bare ``local@domain`` whose halves are dot-atoms (RFC 5322 3.2.3)"""
+DOT_ATOM_ADDRESS = rf"{_ATEXT}(?:\.{_ATEXT})*@{_ATEXT}(?:\.{_ATEXT})*"
+"""``local@domain`` whose halves are dot-atoms (RFC 5322 3.2.3): the address
+parsers give it back as it is (this module's and mail/embedded.py's short cuts)"""
+_PLAIN_ADDRESS = re.compile(DOT_ATOM_ADDRESS)
 
 
 def _parseaddr(value: str) -> tuple[str, str]:
