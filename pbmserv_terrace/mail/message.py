@@ -326,11 +326,11 @@ def _boundary(message_id: str) -> str:
 
 
 _BOUNDARY_MARK = "pbmserv-"
-_BOUNDARY_IN = re.compile(_BOUNDARY_MARK + "[0-9a-f]{24}")
+_BOUNDARY = _BOUNDARY_MARK + "[0-9a-f]{24}"
+"""what :func:`_boundary` makes"""
+_BOUNDARY_IN = re.compile(_BOUNDARY)
 _BOUNDARY_STANDIN = _BOUNDARY_MARK + "0" * 24
-_OUR_MULTIPART = re.compile(
-    r'multipart/(?:alternative|related; type="text/html"); boundary="([a-z]+-' + _BOUNDARY_MARK + '[0-9a-f]{24})"'
-)
+_OUR_MULTIPART = re.compile(r'multipart/(?:alternative|related; type="text/html"); boundary="([a-z]+-' + _BOUNDARY + ')"')
 """the Content-Type of a multipart :func:`build_message` makes: its boundary is
 what ``get_boundary`` reads from it (which parses any parameters, slowly)"""
 

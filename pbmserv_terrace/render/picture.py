@@ -646,8 +646,8 @@ def _draw_steps(
     of it (each step moved up by ``top`` whole pixels, which draws the same pixels
     there: the differential test in tests/render/test_picture.py)."""
     background = (_background_mapped if mapped else _background_image)(n, scale)
-    top = rows[0] if rows is not None else 0
-    im = background.crop((0, top, background.width, rows[1])) if rows is not None else background.copy()
+    top, bottom = rows if rows is not None else (0, background.height)
+    im = background.crop((0, top, background.width, bottom))  # (a new picture, the whole one a copy)
     ink = _ink(n) if mapped else None
     for op in ops:
         if isinstance(op, Tile):
