@@ -62,7 +62,7 @@ import asyncpg
 from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy import make_url, update
 
-from pbmserv_terrace.config import load_config
+from pbmserv_terrace.config import ServerConfig, load_config
 from pbmserv_terrace.inbound import InboundMail
 from pbmserv_terrace.rules import format_move, start_position
 from pbmserv_terrace.service import Service
@@ -459,7 +459,9 @@ def main() -> None:
     parser.add_argument("--games", type=int, default=100)
     parser.add_argument("--moves", type=int, default=10)
     parser.add_argument("--db", choices=["sqlite", "postgres"], default="postgres")
-    parser.add_argument("--concurrency", type=int, default=8, help="server.concurrency of the serve processes")
+    parser.add_argument(
+        "--concurrency", type=int, default=ServerConfig().concurrency, help="server.concurrency of the serve processes"
+    )
     parser.add_argument("--smtp-connections", type=int, default=4, help="smtp.connections of the serve processes")
     parser.add_argument("--fast-poll", type=float, default=0.0, help="imap.fast_poll of the serve processes (0 = IDLE)")
     parser.add_argument(

@@ -46,9 +46,12 @@ class ServerConfig:
     secret_file: str = ""
     health_port: int = 0
     """port of the /healthz and /metrics HTTP endpoint on 127.0.0.1; 0 = off"""
-    concurrency: int = 8
+    concurrency: int = 32
     """mails in their transactions at once (moves on different boards by different
-    players); mails that may touch the same things always run in delivery order"""
+    players); mails that may touch the same things always run in delivery order.
+    The mails that are ready share a transaction (:mod:`.app.batching`), so under
+    load this is also how large a batch (and on PostgreSQL a claim of the inbound
+    queue: half of it) can grow: fewer transactions and statements a mail"""
     robot_workers: int = 1
     """worker processes computing the robot players' moves (``serve``; at least 1)"""
     outbox_process: bool = True
