@@ -30,7 +30,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from e2e import proc_cpu
+from e2e import box_cpu, proc_cpu
 
 from pbmserv_terrace.testing.dovecot import DovecotServer
 from pbmserv_terrace.testing.postfix import PostfixServer
@@ -47,12 +47,6 @@ def reply(i: int, to: str) -> bytes:
         f"Message-ID: <r{i}.{time.time_ns()}@game.test>\r\nIn-Reply-To: <m{i}@players.test>\r\n"
         f"MIME-Version: 1.0\r\nContent-Type: text/plain\r\n\r\n{BODY}"
     ).encode()
-
-
-def box_cpu() -> float:
-    """CPU seconds the whole box has spent (every CPU, all but idle and iowait)."""
-    fields = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
-    return (sum(fields) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")
 
 
 def send_all(port: int, n: int) -> None:
