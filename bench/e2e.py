@@ -31,11 +31,15 @@ own mode, and their latencies are printed as the cold start's; the timed plies
 that follow meet warm caches, as a long-running server's players do.  Each run
 prints how many passwords were still verified with the slow hash in its timed
 part (the processes' ``pbmserv_password_checks_total``).
+``--floor`` runs bench/floor.py in serve's place: a stand-in that only reads
+each mail over IMAP, sends its two board replies (a real ~35 kB board mail) and
+files it, with no database and no game.  Its closed loop is what this box allows
+whatever the server costs: the throughput target's ceiling here.
 On PostgreSQL each run also prints the database's transactions per mail
 (pg_stat_database), and with ``--statements`` the statements per mail that the
 serve processes sent (``log_statement = all`` on the run's database; the top
 ones by text with ``--statements N``).
-Run: python bench/e2e.py [--workers 1] [--games 100] [--moves 10] [--db sqlite|postgres] [--rate R] [--statements [N]]
+Run: python bench/e2e.py [--workers 1] [--games 100] [--moves 10] [--db sqlite|postgres] [--rate R] [--statements [N]] [--floor]
 """
 
 from __future__ import annotations
@@ -322,14 +326,43 @@ async def run(
         f'[smtp]\nhost = "127.0.0.1"\nport = {relay_port}\ntls = "none"\nconnections = {args.smtp_connections}\n'
     )
     env = {k: v for k, v in os.environ.items() if not k.startswith("PBMSERV_")}
-    health = [free_port() for _ in range(workers)]
-    procs = [
-        subprocess.Popen([sys.executable, "-m", "pbmserv_terrace", "serve", "--config", str(config)], cwd=workdir,
-                         env={**env, "PBMSERV_HEALTH_PORT": str(health[i])},
-                         stdout=(workdir / f"serve{i}.log").open("wb"), stderr=subprocess.STDOUT)
-        for i in range(workers)
-    ]  # fmt: skip
+    health = [] if args.floor else [free_port() for _ in range(workers)]
+    if args.floor:
+        procs = [
+            subprocess.Popen(
+                [
+                    sys.executable,
+                    str(Path(__file__).with_name("floor.py")),
+                    str(dovecot.imap_port),
+                    str(relay_port),
+                    SERVER,
+                    "srv",
+                    url,
+                    "--connections",
+                    str(args.smtp_connections),
+                ],
+                cwd=workdir,
+                env=env,
+                stdout=(workdir / "floor.log").open("wb"),
+                stderr=subprocess.STDOUT,
+            )
+        ]
+    else:
+        procs = [
+            subprocess.Popen(
+                [sys.executable, "-m", "pbmserv_terrace", "serve", "--config", str(config)],
+                cwd=workdir,
+                env={**env, "PBMSERV_HEALTH_PORT": str(health[i])},
+                stdout=(workdir / f"serve{i}.log").open("wb"),
+                stderr=subprocess.STDOUT,
+            )
+            for i in range(workers)
+        ]
     await asyncio.sleep(3)
+    for i, p in enumerate(procs):
+        if p.poll() is not None:
+            log = workdir / ("floor.log" if args.floor else f"serve{i}.log")
+            raise SystemExit(f"{log.name} ended with {p.returncode}:\n{log.read_text(errors='replace')[-3000:]}")
     warm_plies = 6 * workers if args.warm is None else args.warm
     moves = plan(args.games, warm_plies + args.moves)
     latencies: list[float] = []
@@ -426,7 +459,8 @@ async def run(
         p.wait(60)
     done = len(latencies)
     p50, p99 = percentiles(latencies)
-    load = f" concurrency {args.concurrency} smtp {args.smtp_connections}"
+    load = " FLOOR (no server work)" if args.floor else f" concurrency {args.concurrency}"
+    load += f" smtp {args.smtp_connections}"
     load += (" backlog" if args.backlog else f" offered {rate:g}/s" if rate else " closed loop") + (
         f" fast_poll {args.fast_poll}s" if args.fast_poll else " IDLE"
     )
@@ -434,11 +468,16 @@ async def run(
     pg_s, box_s = cpu1[1] - cpu0[1], cpu1[2] - cpu0[2]
     per = 1000 / max(1, len(latencies))
     print(f"  CPU over {elapsed:.1f} s (box {os.cpu_count()} cores, busy {100 * box_s / elapsed / (os.cpu_count() or 1):.0f} %): "
-          f"serve {sum(serves):.1f} s ({' + '.join(f'{c:.1f}' for c in serves)}; {per * sum(serves):.1f} ms/mail), "
+          f"{'the floor stand-in' if args.floor else 'serve'} {sum(serves):.1f} s ({' + '.join(f'{c:.1f}' for c in serves)}; {per * sum(serves):.1f} ms/mail), "
           f"postgres {pg_s:.1f} s ({per * pg_s:.1f} ms/mail), rest of the box {box_s - sum(serves) - pg_s:.1f} s "
           f"({per * (box_s - sum(serves) - pg_s):.1f} ms/mail: dovecot {per * outside[0]:.1f}, the relay {per * outside[1]:.1f}, "
           f"the players (this process) {per * outside[2]:.1f}, other {per * (box_s - sum(serves) - pg_s - sum(outside)):.1f}); "
           f"{checks} passwords verified with the slow hash", flush=True)  # fmt: skip
+    if args.floor:
+        rest = per * (box_s - sum(serves) - pg_s)
+        cores = os.cpu_count() or 1
+        print(f"  the box less the stand-in (Dovecot, the relay, the players, the rest: {rest:.1f} ms/mail) allows at most "
+              f"{cores * 1000 / rest:.0f} mails/s on {cores} cores, with a server that cost nothing", flush=True)  # fmt: skip
     if pg is not None:
         each = 1 / max(1, done)
         print(f"  PostgreSQL: {each * xacts:.1f} transactions/mail", end="")
@@ -477,6 +516,11 @@ def main() -> None:
         help="instead of the closed loop, a backlog: all --moves plies put into the INBOX at once, replies to a discarding relay",
     )  # fmt: skip
     parser.add_argument("--no-outbox-process", action="store_true", help="serve sends replies from its own process")
+    parser.add_argument(
+        "--floor", action="store_true",
+        help="bench/floor.py in serve's place: only the mail work (IMAP in, two ~30 kB replies out): what the box allows "
+        "whatever the server costs",
+    )  # fmt: skip
     parser.add_argument(
         "--warm", type=int, default=None,
         help="plies per game put in and answered before the clock starts (their latencies: the cold start's); "
@@ -519,6 +563,12 @@ def main() -> None:
             return
         for _, rate, (per_s, p50, p99) in results:
             if not rate:
+                if args.floor:
+                    print(
+                        f"floor (closed loop, no server work): {per_s:.1f} mails/s - the most a server sending these replies answers here "
+                        f"(target >= {TARGET_RATE:g}: {'within reach' if per_s >= TARGET_RATE else 'OUT OF REACH'})"
+                    )
+                    continue
                 verdict = "met" if per_s >= TARGET_RATE else "MISSED"
                 print(f"throughput (closed loop): {per_s:.1f} mails/s - target >= {TARGET_RATE:g} with one serve: {verdict}")
             else:
