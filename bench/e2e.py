@@ -305,8 +305,9 @@ async def run(
     workers: int | None = None,
     pg: PostgresCluster | None = None,
     relay_pid: int | None = None,
-) -> tuple[float, float, float]:
-    """One run with ``workers`` serve processes (default --workers); returns (mails/s, p50, p99)."""
+) -> tuple[float, float, float, float]:
+    """One run with ``workers`` serve processes (default --workers); returns (mails/s, p50, p99, the share of the
+    box's CPU that was busy)."""
     workers = workers or args.workers
     loop = asyncio.get_running_loop()
     watch = Watch(loop)
@@ -489,7 +490,7 @@ async def run(
         print(flush=True)
     print(f"workers={workers} db={args.db}{load}: {done} move mails answered in {elapsed:.1f} s = {done / elapsed:.1f} mails/s; "
           f"latency p50 {p50:.3f} s, p99 {p99:.3f} s; timeouts {timeouts}", flush=True)  # fmt: skip
-    return done / elapsed, p50, p99
+    return done / elapsed, p50, p99, box_s / elapsed / (os.cpu_count() or 1)
 
 
 def main() -> None:
@@ -555,13 +556,17 @@ def main() -> None:
             relay.stdin.close()
             relay.wait(30)
         if scaling:
-            one = next((r[2][0] for r in results if r[0] == 1), 0.0)
-            for n, rate, (per_s, p50, p99) in results:
+            one, busy_one = next(((r[2][0], r[2][3]) for r in results if r[0] == 1), (0.0, 1.0))
+            for n, rate, (per_s, p50, p99, busy) in results:
                 load = "backlog" if args.backlog else f"offered {rate:g}/s" if rate else "closed loop"
                 print(f"{n} worker{'s' if n > 1 else ' '} ({load}): {per_s:6.1f} mails/s = {per_s / one if one else 0:.2f}x "
-                      f"one worker; latency p50 {p50:.3f} s, p99 {p99:.3f} s")  # fmt: skip
+                      f"one worker; latency p50 {p50:.3f} s, p99 {p99:.3f} s; box {100 * busy:.0f} % busy")  # fmt: skip
+            # Workers add CPU, not cores: with one worker the box was busy_one busy,
+            # so more workers can answer at most 1 / busy_one times as many mails.
+            print(f"one worker kept the box {100 * busy_one:.0f} % busy: no number of workers can answer more than "
+                  f"{1 / busy_one:.2f}x its mails on these {os.cpu_count()} cores (target 2 workers >= 1.6x)")  # fmt: skip
             return
-        for _, rate, (per_s, p50, p99) in results:
+        for _, rate, (per_s, p50, p99, _busy) in results:
             if not rate:
                 if args.floor:
                     print(
