@@ -13,6 +13,7 @@ missing this raises :class:`DovecotUnavailable` (the tests fail, they never skip
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import contextlib
 import imaplib
@@ -23,9 +24,11 @@ import smtplib
 import socket
 import ssl
 import subprocess
+import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -315,8 +318,6 @@ class _RelayHandler:
         return "250 OK"
 
     async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:
-        import asyncio
-
         if self.paused.is_set():
             return "421 4.3.2 relay paused for a test"
         data = envelope.original_content or envelope.content
@@ -408,6 +409,61 @@ class _LmtpTarget(DovecotServer):
         self.lmtp_port = lmtp_port
 
 
+class _Sink:
+    """The relay's ``--discard``: an SMTP server that takes each mail and drops it,
+    at the least cost it can (a benchmark's instrument, whose CPU should not stand
+    between the servers it measures and the cores).  aiosmtpd reads DATA a line
+    at a time in Python, ~500 lines for a board reply: as a sink it cost as much
+    CPU as PostgreSQL did.  This one answers the commands of a plain client
+    (EHLO/HELO, MAIL, RCPT, DATA, RSET, NOOP, QUIT; no pipelining offered) and
+    finds a mail's end with one search of the bytes that came."""
+
+    def __init__(self, report: Callable[[bytes], None]) -> None:
+        self.report = report
+
+    def protocol(self) -> asyncio.Protocol:
+        sink = self
+
+        class Session(asyncio.Protocol):
+            def connection_made(self, transport: asyncio.BaseTransport) -> None:
+                assert isinstance(transport, asyncio.Transport)
+                self.transport, self.buf, self.in_data, self.scanned = transport, bytearray(), False, 0
+                transport.write(b"220 127.0.0.1 sink\r\n")
+
+            def data_received(self, chunk: bytes) -> None:
+                self.buf += chunk
+                while True:
+                    if self.in_data:
+                        end = self.buf.find(b"\r\n.\r\n", self.scanned)
+                        if end < 0:
+                            self.scanned = max(0, len(self.buf) - 4)
+                            return
+                        sink.report(bytes(self.buf[2:end]))  # (less the CRLF put before it)
+                        del self.buf[: end + 5]
+                        self.in_data, self.scanned = False, 0
+                        self.transport.write(b"250 OK discarded\r\n")
+                        continue
+                    end = self.buf.find(b"\r\n")
+                    if end < 0:
+                        return
+                    verb = bytes(self.buf[:4]).upper()
+                    del self.buf[: end + 2]
+                    if verb == b"EHLO":
+                        self.transport.write(b"250-127.0.0.1\r\n250-SIZE 104857600\r\n250 8BITMIME\r\n")
+                    elif verb == b"DATA":
+                        self.in_data, self.scanned = True, 0
+                        self.buf[:0] = b"\r\n"  # a mail's first line may be its end
+                        self.transport.write(b"354 end with <CRLF>.<CRLF>\r\n")
+                    elif verb == b"QUIT":
+                        self.transport.write(b"221 bye\r\n")
+                        self.transport.close()
+                        return
+                    else:
+                        self.transport.write(b"250 OK\r\n")
+
+        return Session()
+
+
 def relay_main(argv: list[str] | None = None) -> None:
     """``python -m pbmserv_terrace.testing.dovecot LMTP_PORT [--discard]``: an SMTP
     relay into that Dovecot in a process of its own (as an MTA is), for the
@@ -415,24 +471,30 @@ def relay_main(argv: list[str] | None = None) -> None:
     sink, for runs that measure the servers rather than the players' mailboxes).
     Prints ``port N`` once listening, then ``relayed <In-Reply-To> <unix time>``
     for each relayed mail that answers another; stops at EOF on stdin."""
-    import sys
     from email.parser import BytesHeaderParser
 
     args = argv or sys.argv[1:]
     lmtp_port, discard = int(args[0]), "--discard" in args[1:]
-    relay = LmtpRelay(_LmtpTarget(lmtp_port))
     lock = threading.Lock()
-    original = relay.handler.handle_DATA
 
-    async def handle_DATA(server: Any, session: Any, envelope: Any) -> str:
-        result = "250 OK discarded" if discard else await original(server, session, envelope)
-        data = envelope.original_content or envelope.content
+    def report(data: bytes) -> None:
         head = data.split(b"\r\n\r\n", 1)[0]  # the header block only: the feed parser reads a body line by line
         answered = BytesHeaderParser().parsebytes(head)["In-Reply-To"]
-        if answered and result.startswith("250"):
+        if answered:
             with lock:
                 sys.stdout.write(f"relayed {str(answered).strip()} {time.time():.6f}\n")
                 sys.stdout.flush()
+
+    if discard:
+        asyncio.run(_sink_main(report))
+        return
+    relay = LmtpRelay(_LmtpTarget(lmtp_port))
+    original = relay.handler.handle_DATA
+
+    async def handle_DATA(server: Any, session: Any, envelope: Any) -> str:
+        result = await original(server, session, envelope)
+        if result.startswith("250"):
+            report(envelope.original_content or envelope.content)
         return result
 
     relay.handler.handle_DATA = handle_DATA  # type: ignore[method-assign]
@@ -442,6 +504,15 @@ def relay_main(argv: list[str] | None = None) -> None:
         sys.stdin.read()
     finally:
         relay.stop()
+
+
+async def _sink_main(report: Callable[[bytes], None]) -> None:
+    """The ``--discard`` relay: the sink on a free port until EOF on stdin."""
+    loop = asyncio.get_running_loop()
+    server = await loop.create_server(_Sink(report).protocol, "127.0.0.1", 0)
+    print(f"port {server.sockets[0].getsockname()[1]}", flush=True)
+    await asyncio.to_thread(sys.stdin.read)
+    server.close()
 
 
 if __name__ == "__main__":
