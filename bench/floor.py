@@ -25,7 +25,6 @@ import argparse
 import asyncio
 import contextlib
 import itertools
-import re
 import signal
 import sys
 from email.parser import BytesHeaderParser
@@ -36,12 +35,12 @@ from sqlalchemy import select
 
 from pbmserv_terrace.app.compose import to_email
 from pbmserv_terrace.config import load_config
+from pbmserv_terrace.mail.imap import fetched_messages
 from pbmserv_terrace.mail.message import message_bytes
 from pbmserv_terrace.store import Database, OutboxMessage
 
 TO, MID, IRT = b"floor-recipient@players.test", b"<floor-message-id@bench.test>", b"<floor-in-reply-to@players.test>"
 NEWLINE = b"\n"
-_UID = re.compile(rb"UID (\d+)")
 
 
 async def template(url: str, address: str) -> bytes:
@@ -112,15 +111,7 @@ async def main() -> None:
     print(f"ready: each reply {len(reply)} bytes, {reply.count(NEWLINE)} lines", flush=True)
     while not stopping.is_set():
         resp = await imap.uid("fetch", "1:*", "(UID BODY.PEEK[])")  # the INBOX holds only what is not answered yet
-        mails: dict[int, bytes] = {}
-        pending: int | None = None
-        for line in resp.lines:
-            if isinstance(line, bytearray):
-                if pending is not None:
-                    mails[pending] = bytes(line)
-                pending = None
-            elif (m := _UID.search(line)) and b"FETCH" in line:
-                pending = int(m.group(1))
+        mails = fetched_messages(resp.lines)
         if mails:
             await asyncio.gather(*(answer(raw) for raw in mails.values()))
             await imap.uid("move", ",".join(map(str, mails)), "processed")

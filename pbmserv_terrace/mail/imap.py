@@ -68,6 +68,24 @@ def _fetched_uids(lines: Iterable[bytes | bytearray]) -> list[int]:
     return out
 
 
+def fetched_messages(lines: Iterable[bytes | bytearray]) -> dict[int, bytes]:
+    """UID → message from the lines of a ``UID FETCH … (UID BODY.PEEK[])``:
+    ``N FETCH (UID u BODY[] {size}``, then the message (aioimaplib's bytearray),
+    then ``)``."""
+    out: dict[int, bytes] = {}
+    pending: int | None = None
+    for line in lines:
+        if isinstance(line, bytearray):
+            if pending is not None:
+                out[pending] = bytes(line)
+            pending = None
+            continue
+        m = _FETCH_UID.search(line)
+        if m and b"FETCH" in line:
+            pending = int(m.group(1))
+    return out
+
+
 def internaldates(lines: Iterable[bytes | bytearray]) -> dict[int, datetime]:
     """UID → INTERNALDATE from the untagged lines of a ``UID FETCH (UID INTERNALDATE)``
     (the month names are IMAP's English ones, whatever the locale)."""
@@ -448,18 +466,7 @@ class ImapInbound:
 
     async def _fetch(self, client: aioimaplib.IMAP4, uids: list[int]) -> dict[int, bytes]:
         resp = await self._do(client.uid("fetch", ",".join(map(str, uids)), "(UID BODY.PEEK[])"), "UID FETCH")
-        # lines: b'N FETCH (UID u BODY[] {size}', bytearray(message), b')', ... b'Fetch completed'
-        out: dict[int, bytes] = {}
-        pending: int | None = None
-        for line in resp.lines:
-            if isinstance(line, bytearray):
-                if pending is not None:
-                    out[pending] = bytes(line)
-                pending = None
-                continue
-            m = _FETCH_UID.search(line)
-            if m and b"FETCH" in line:
-                pending = int(m.group(1))
+        out = fetched_messages(resp.lines)
         missing = set(uids) - set(out)
         if missing:
             log.warning("UIDs %s vanished before they could be fetched", sorted(missing))
