@@ -519,7 +519,7 @@ def main() -> None:
     parser.add_argument("--no-outbox-process", action="store_true", help="serve sends replies from its own process")
     parser.add_argument(
         "--floor", action="store_true",
-        help="bench/floor.py in serve's place: only the mail work (IMAP in, two ~30 kB replies out): what the box allows "
+        help="bench/floor.py in serve's place: only the mail work (IMAP in, two ~35 kB replies out): what the box allows "
         "whatever the server costs",
     )  # fmt: skip
     parser.add_argument(
@@ -535,6 +535,8 @@ def main() -> None:
         watch_of: list[Watch] = []
         relay, port = start_relay(dovecot, watch_of, discard=args.backlog)
         scaling = args.workers > 1
+        if scaling and args.floor:
+            parser.error("--floor stands in for one server: leave out --workers")
         if scaling and args.db != "postgres":
             parser.error("--workers N > 1 shares one mailbox through PostgreSQL: use --db postgres")
         rates = [0.0, OFFERED] if args.rate is None and not scaling and not args.backlog else [args.rate or 0.0]

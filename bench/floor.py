@@ -26,7 +26,6 @@ import asyncio
 import contextlib
 import itertools
 import signal
-import sys
 from email.parser import BytesHeaderParser
 
 import aioimaplib
@@ -134,4 +133,3 @@ async def main() -> None:
 
 if __name__ == "__main__":
     asyncio.run(main())
-    sys.exit(0)

@@ -409,59 +409,55 @@ class _LmtpTarget(DovecotServer):
         self.lmtp_port = lmtp_port
 
 
-class _Sink:
+class _SinkSession(asyncio.Protocol):
     """The relay's ``--discard``: an SMTP server that takes each mail and drops it,
     at the least cost it can (a benchmark's instrument, whose CPU should not stand
     between the servers it measures and the cores).  aiosmtpd reads DATA a line
     at a time in Python, ~500 lines for a board reply: as a sink it cost as much
     CPU as PostgreSQL did.  This one answers the commands of a plain client
-    (EHLO/HELO, MAIL, RCPT, DATA, RSET, NOOP, QUIT; no pipelining offered) and
-    finds a mail's end with one search of the bytes that came."""
+    (EHLO/HELO, MAIL, RCPT, DATA, RSET, NOOP, QUIT; no pipelining offered), finds
+    a mail's end with one search of the bytes that came, and hands the mail to
+    ``report``."""
 
     def __init__(self, report: Callable[[bytes], None]) -> None:
         self.report = report
+        self.buf, self.in_data, self.scanned = bytearray(), False, 0
 
-    def protocol(self) -> asyncio.Protocol:
-        sink = self
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+        transport.write(b"220 127.0.0.1 sink\r\n")
 
-        class Session(asyncio.Protocol):
-            def connection_made(self, transport: asyncio.BaseTransport) -> None:
-                assert isinstance(transport, asyncio.Transport)
-                self.transport, self.buf, self.in_data, self.scanned = transport, bytearray(), False, 0
-                transport.write(b"220 127.0.0.1 sink\r\n")
-
-            def data_received(self, chunk: bytes) -> None:
-                self.buf += chunk
-                while True:
-                    if self.in_data:
-                        end = self.buf.find(b"\r\n.\r\n", self.scanned)
-                        if end < 0:
-                            self.scanned = max(0, len(self.buf) - 4)
-                            return
-                        sink.report(bytes(self.buf[2:end]))  # (less the CRLF put before it)
-                        del self.buf[: end + 5]
-                        self.in_data, self.scanned = False, 0
-                        self.transport.write(b"250 OK discarded\r\n")
-                        continue
-                    end = self.buf.find(b"\r\n")
-                    if end < 0:
-                        return
-                    verb = bytes(self.buf[:4]).upper()
-                    del self.buf[: end + 2]
-                    if verb == b"EHLO":
-                        self.transport.write(b"250-127.0.0.1\r\n250-SIZE 104857600\r\n250 8BITMIME\r\n")
-                    elif verb == b"DATA":
-                        self.in_data, self.scanned = True, 0
-                        self.buf[:0] = b"\r\n"  # a mail's first line may be its end
-                        self.transport.write(b"354 end with <CRLF>.<CRLF>\r\n")
-                    elif verb == b"QUIT":
-                        self.transport.write(b"221 bye\r\n")
-                        self.transport.close()
-                        return
-                    else:
-                        self.transport.write(b"250 OK\r\n")
-
-        return Session()
+    def data_received(self, chunk: bytes) -> None:
+        self.buf += chunk
+        while True:
+            if self.in_data:
+                end = self.buf.find(b"\r\n.\r\n", self.scanned)
+                if end < 0:
+                    self.scanned = max(0, len(self.buf) - 4)
+                    return
+                self.report(bytes(self.buf[2:end]))  # (less the CRLF put before it)
+                del self.buf[: end + 5]
+                self.in_data, self.scanned = False, 0
+                self.transport.write(b"250 OK discarded\r\n")
+                continue
+            end = self.buf.find(b"\r\n")
+            if end < 0:
+                return
+            verb = bytes(self.buf[:4]).upper()
+            del self.buf[: end + 2]
+            if verb == b"EHLO":
+                self.transport.write(b"250-127.0.0.1\r\n250-SIZE 104857600\r\n250 8BITMIME\r\n")
+            elif verb == b"DATA":
+                self.in_data, self.scanned = True, 0
+                self.buf[:0] = b"\r\n"  # a mail's first line may be its end
+                self.transport.write(b"354 end with <CRLF>.<CRLF>\r\n")
+            elif verb == b"QUIT":
+                self.transport.write(b"221 bye\r\n")
+                self.transport.close()
+                return
+            else:
+                self.transport.write(b"250 OK\r\n")
 
 
 def relay_main(argv: list[str] | None = None) -> None:
@@ -509,7 +505,7 @@ def relay_main(argv: list[str] | None = None) -> None:
 async def _sink_main(report: Callable[[bytes], None]) -> None:
     """The ``--discard`` relay: the sink on a free port until EOF on stdin."""
     loop = asyncio.get_running_loop()
-    server = await loop.create_server(_Sink(report).protocol, "127.0.0.1", 0)
+    server = await loop.create_server(lambda: _SinkSession(report), "127.0.0.1", 0)
     print(f"port {server.sockets[0].getsockname()[1]}", flush=True)
     await asyncio.to_thread(sys.stdin.read)
     server.close()
