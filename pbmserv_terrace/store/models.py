@@ -94,6 +94,9 @@ class Game(Base):
     """current position string (RULES.md §8)"""
     start_position: Mapped[str] = mapped_column(String(200))
     ply: Mapped[int] = mapped_column(Integer, default=0)
+    taken_back: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    """plies ever taken back (undo, a player leaving in the first round): with
+    ``ply`` the board's version, which only grows (reply keys name it)"""
     status: Mapped[str] = mapped_column(String(16), default="active")
     """active | won | draw | removed"""
     winner_seat: Mapped[int | None] = mapped_column(Integer, default=None)
