@@ -9,16 +9,34 @@ replays every finished game's Elo once (reported as "cold"); later requests read
 only new history rows.  Run on SQLite and on a throwaway PostgreSQL cluster.
 
 Run: python bench/web.py [--games 100000] [--requests 300] [--only sqlite|postgres]
+
+``--load MIX`` (issue 36) measures throughput instead: the archive runs as operators
+run it, in a process of its own (``pbmserv-terrace web`` on the seeded SQLite file,
+the same code ``serve`` starts as its web child), and ``--clients`` (200) keep-alive
+HTTP/1.1 clients on raw sockets (cheap, so the client costs the box little) ask for
+pages for ``--seconds`` after a warm-up; it prints pages/s, p50, p99 and the answers
+by status.  Mixes: ``home`` (/ only, what ``ab -c 200 -t 20 /`` asked), ``finished``
+(finished boards of a hot set of ``--hot`` boards), ``live`` (active boards),
+``cold`` (any board, uniformly: mostly cache misses), ``mix`` (the front page,
+standings, players and boards together).  Target: >= 500 pages/s, p99 <= 250 ms.
+
+Run: python bench/web.py --load home [--games 20000] [--clients 200] [--seconds 20]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import collections
+import os
 import random
+import socket
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 
@@ -155,12 +173,164 @@ async def bench(name: str, url: str, games: int, requests: int) -> None:
     await db.close()
 
 
+# ----------------------------------------------------------------- --load
+MIXES = ("home", "finished", "live", "cold", "mix")
+
+
+def load_paths(mix: str, games: int, hot: int, rnd: random.Random) -> Iterator[str]:
+    """An endless stream of paths of ``mix`` (boards 101 .. 100 + games; the first 80 % are finished)."""
+    finished = int(games * 0.8)
+    hot_finished = [101 + rnd.randrange(finished) for _ in range(hot)]
+    live = [101 + finished + rnd.randrange(games - finished) for _ in range(max(1, hot // 4))]
+    while True:
+        if mix == "home":
+            yield "/"
+        elif mix == "finished":
+            yield f"/boards/terrace/{rnd.choice(hot_finished)}"
+        elif mix == "live":
+            yield f"/boards/terrace/{rnd.choice(live)}"
+        elif mix == "cold":
+            yield f"/boards/terrace/{101 + rnd.randrange(games)}"
+        else:
+            r = rnd.random()
+            if r < 0.2:
+                yield "/"
+            elif r < 0.3:
+                yield "/standings"
+            elif r < 0.4:
+                yield f"/players/u{rnd.randrange(USERS)}"
+            elif r < 0.7:
+                yield f"/boards/terrace/{rnd.choice(hot_finished)}"
+            elif r < 0.9:
+                yield f"/boards/terrace/{rnd.choice(live)}"
+            else:
+                yield f"/boards/terrace/{101 + rnd.randrange(games)}"
+
+
+class Tally:
+    def __init__(self) -> None:
+        self.times: list[float] = []
+        self.statuses: collections.Counter[int] = collections.Counter()
+        self.errors = 0
+        self.counting = False
+
+
+async def one_client(port: int, paths: Iterator[str], until: float, tally: Tally) -> None:
+    """Keep-alive GETs one after another until ``until`` (a new connection when the server closes one)."""
+    reader: asyncio.StreamReader | None = None
+    writer: asyncio.StreamWriter | None = None
+    while time.perf_counter() < until:
+        try:
+            if writer is None:
+                reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            assert reader is not None
+            path = next(paths)
+            t = time.perf_counter()
+            writer.write(f"GET {path} HTTP/1.1\r\nHost: bench\r\nAccept-Encoding: identity\r\n\r\n".encode())
+            head = await reader.readuntil(b"\r\n\r\n")
+            lower = head.lower()
+            at = lower.find(b"content-length:")
+            length = int(lower[at + 15 : lower.index(b"\r\n", at)]) if at >= 0 else 0
+            await reader.readexactly(length)
+            if tally.counting:
+                tally.times.append(time.perf_counter() - t)
+                tally.statuses[int(head[9:12])] += 1
+            if b"connection: close" in lower:
+                writer.close()
+                reader = writer = None
+        except (OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, ValueError):
+            tally.errors += tally.counting
+            if writer is not None:
+                writer.close()
+            reader = writer = None
+            await asyncio.sleep(0.01)
+    if writer is not None:
+        writer.close()
+
+
+async def drive(port: int, mix: str, games: int, clients: int, seconds: float, warmup: float, hot: int) -> Tally:
+    rnd = random.Random(36)
+    paths = load_paths(mix, games, hot, rnd)
+    tally = Tally()
+    start = time.perf_counter()
+    until = start + warmup + seconds
+    tasks = [asyncio.create_task(one_client(port, paths, until, tally)) for _ in range(clients)]
+    await asyncio.sleep(warmup)
+    tally.counting = True
+    await asyncio.gather(*tasks)
+    return tally
+
+
+def wait_listening(port: int, server: subprocess.Popen[bytes], seconds: float = 60.0) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            raise SystemExit(f"the web process ended (exit code {server.returncode})")
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            time.sleep(0.1)
+    raise SystemExit("the web process did not listen")
+
+
+def load(args: argparse.Namespace) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        url = f"sqlite+aiosqlite:///{Path(tmp) / 'bench.db'}"
+
+        async def prepare() -> None:
+            db = Database(url)
+            await db.migrate()
+            t = time.perf_counter()
+            await seed(db, args.games, random.Random(19))
+            print(f"seeded {args.games} games in {time.perf_counter() - t:.1f} s", flush=True)
+            await db.close()
+
+        asyncio.run(prepare())
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        env = {k: v for k, v in os.environ.items() if not k.startswith("PBMSERV_")}
+        env.update(PBMSERV_DATABASE_URL=url, PBMSERV_SERVER_NAME="bench")
+        server = subprocess.Popen(
+            [sys.executable, "-m", "pbmserv_terrace", "web", "--listen", f"127.0.0.1:{port}"], cwd=tmp, env=env
+        )
+        try:
+            wait_listening(port, server)
+            for mix in args.load:
+                cpu = os.times()
+                tally = asyncio.run(drive(port, mix, args.games, args.clients, args.seconds, args.warmup, args.hot))
+                client_cpu = sum(os.times()[:2]) - sum(cpu[:2])
+                times = sorted(tally.times)
+                done = len(times)
+                q = statistics.quantiles(times, n=100) if done >= 2 else [float("nan")] * 99
+                pages = tally.statuses[200] + tally.statuses[304]
+                print(
+                    f"[{mix}] {args.clients} clients, {args.seconds:.0f} s: {pages / args.seconds:7.1f} pages/s, "
+                    f"{done / args.seconds:7.1f} answers/s, p50 {q[49] * 1000:6.1f} ms, p99 {q[98] * 1000:6.1f} ms, "
+                    f"max {times[-1] * 1000 if times else float('nan'):6.1f} ms, statuses {dict(sorted(tally.statuses.items()))}, "
+                    f"errors {tally.errors}, client CPU {client_cpu / args.seconds * 100:.0f} %",
+                    flush=True,
+                )
+        finally:
+            server.terminate()
+            server.wait(30)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--games", type=int, default=100_000)
     parser.add_argument("--requests", type=int, default=300)
     parser.add_argument("--only", choices=["sqlite", "postgres"])
+    parser.add_argument("--load", nargs="+", choices=MIXES, help="measure throughput of these mixes instead (SQLite)")
+    parser.add_argument("--clients", type=int, default=200)
+    parser.add_argument("--seconds", type=float, default=20.0)
+    parser.add_argument("--warmup", type=float, default=3.0)
+    parser.add_argument("--hot", type=int, default=2000, help="boards in the hot sets of --load")
     args = parser.parse_args()
+    if args.load:
+        load(args)
+        return
     if args.only != "postgres":
         with tempfile.TemporaryDirectory() as tmp:
             asyncio.run(bench("sqlite", f"sqlite+aiosqlite:///{Path(tmp) / 'bench.db'}", args.games, args.requests))
