@@ -10,13 +10,24 @@ and :meth:`Service.robot_move` plays a (board, ply) at most once.
 
 ``handle`` (pipe mode) has no daemon: :func:`play_inline` makes the robots' moves
 in the same invocation, after the person's mail has committed.
+
+The worker processes die with ``serve`` (issue 36): a ``serve`` killed with
+SIGKILL used to leave its engine worker (and with it multiprocessing's resource
+tracker, which lives until the last holder of its pipe ends) running under PID 1.
+Each worker asks the kernel for SIGKILL when its parent dies (:func:`die_with`,
+PR_SET_PDEATHSIG); the tracker then reads the end of its pipe and exits.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import ctypes
 import logging
 import multiprocessing
+import os
+import signal
+import sys
 from collections.abc import Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor
 
@@ -49,6 +60,21 @@ async def play_inline(service: Service, turns: Iterable[RobotTurn]) -> list[Hand
         results.append(result)
         queue += [t for t in result.robot_turns if t.key not in {q.key for q in queue}]
     return results
+
+
+PR_SET_PDEATHSIG = 1
+
+
+def die_with(parent: int) -> None:
+    """A worker process's initializer: be killed when ``parent`` (``serve``) dies
+    (Linux, PR_SET_PDEATHSIG; the signal is tied to the thread that started the
+    worker, the event loop's, which lives as long as ``serve``), and if it died
+    before this ran, go now."""
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent:
+        os._exit(1)
 
 
 class RobotPlayer:
@@ -92,7 +118,8 @@ class RobotPlayer:
         """Work until ``stopping``; a move being computed then is dropped (the
         board keeps its robot to move and the next start computes it again)."""
         context = multiprocessing.get_context("spawn")  # never fork a process that has threads and sockets
-        pool = ProcessPoolExecutor(self.workers, mp_context=context)
+        # workers are started from this (the loop's) thread, on demand in submit
+        pool = ProcessPoolExecutor(self.workers, mp_context=context, initializer=die_with, initargs=(os.getpid(),))
         tasks = [asyncio.create_task(self._worker(pool), name=f"robot-{i}") for i in range(self.workers)]
         try:
             try:
