@@ -7,6 +7,7 @@ import asyncio
 import errno
 import json
 import mailbox
+import os
 import signal
 import sys
 import urllib.request
@@ -27,7 +28,13 @@ from .common import CliError, config_from_args
 from .pidfile import PID_FILE, remove_pid, running_pid, write_pid
 
 
+SERVE_UMASK = 0o077
+"""what serve creates (database, Maildirs, failed mails, pid file) is its user's
+alone, whatever the shell's umask (issue 36)"""
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
+    os.umask(SERVE_UMASK)
     cfg = config_from_args(args)
     heap.settle()
 

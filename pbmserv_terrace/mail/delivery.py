@@ -7,6 +7,9 @@ The outbox hands over an :class:`~.message.Outgoing`, serialised once on its
 composer thread: its bytes are written to the Maildir as they are, or sent with
 ``sendmail`` (aiosmtplib puts in the CRLF line ends).  A plain ``Message`` (the
 CLI's test mail) is serialised here.
+
+Maildirs hold other players' mail: folders are made 0700 and files 0600
+whatever the umask (issue 36).
 """
 
 from __future__ import annotations
@@ -56,6 +59,8 @@ class Delivery(Protocol):
     async def close(self) -> None: ...
 
 
+PRIVATE_FILE = 0o600
+PRIVATE_DIR = 0o700
 STAGING = ".staged"
 """the Maildir root's folder where replies wait between writing and publishing
 (no address is named so: an address has an ``@``)"""
@@ -121,9 +126,11 @@ class MaildirDelivery:
     async def deliver(self, message: Message | Outgoing, recipient: str) -> None:
         def write() -> None:
             data = message.data if isinstance(message, Outgoing) else message_bytes(message)
-            self.root.mkdir(parents=True, exist_ok=True)
-            box = mailbox.Maildir(self.folder(recipient), create=True)
-            box.add(data)  # LF line ends on disk; written, fsynced, then moved into new/
+            self.root.mkdir(PRIVATE_DIR, parents=True, exist_ok=True)
+            box = mailbox.Maildir(self.folder(recipient), create=True)  # (its folders 0700)
+            key = box.add(data)  # LF line ends on disk; written, fsynced, then moved into new/
+            with contextlib.suppress(OSError):  # mailbox writes it 0666 less the umask
+                os.chmod(self.folder(recipient) / "new" / key, PRIVATE_FILE)
             box.close()
 
         await asyncio.to_thread(write)
@@ -140,12 +147,13 @@ class MaildirDelivery:
         """Write each (staged name, bytes) into the staging folder, not yet
         durable: :meth:`StagedFiles.sync` makes them so (it may run on another
         thread: the writes are quick, the sync waits for the disk)."""
-        self.staging.mkdir(parents=True, exist_ok=True)
+        self.root.mkdir(PRIVATE_DIR, parents=True, exist_ok=True)  # (a parent made by parents=True ignores the mode)
+        self.staging.mkdir(PRIVATE_DIR, exist_ok=True)
         staged = StagedFiles(self.staging, [name for name, _ in replies])
         for name, data in replies:
             fd = -1
             try:
-                fd = os.open(self.staging / name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)
+                fd = os.open(self.staging / name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, PRIVATE_FILE)
                 view = memoryview(data)
                 while view:
                     view = view[os.write(fd, view) :]
@@ -166,8 +174,9 @@ class MaildirDelivery:
         for name, recipient in replies:
             folder = self.folder(recipient)
             if folder not in self._folders:
+                folder.mkdir(PRIVATE_DIR, parents=True, exist_ok=True)
                 for sub in ("tmp", "new", "cur"):
-                    (folder / sub).mkdir(parents=True, exist_ok=True)
+                    (folder / sub).mkdir(PRIVATE_DIR, exist_ok=True)
                 self._folders.add(folder)
             with contextlib.suppress(FileNotFoundError):
                 os.rename(self.staging / name, folder / "new" / published_name(name))

@@ -5,6 +5,11 @@ SQLite (the embedded default) runs in WAL mode; every transaction starts with
 (busy timeout) instead of failing with "database is locked" half-way; in one
 process an asyncio lock keeps writers in line without busy-waiting.  PostgreSQL
 (asyncpg) allows many transactions at once; games are locked row by row.
+
+The SQLite file holds password hashes and the reply-key secret: it is created
+0600 whatever the umask (and an existing one readable by others is made so),
+its folder 0700; SQLite gives its ``-wal`` and ``-shm`` files the database
+file's mode (issue 36).
 """
 
 from __future__ import annotations
@@ -13,6 +18,9 @@ import asyncio
 import contextlib
 import hashlib
 import json
+import logging
+import os
+import stat
 from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -26,7 +34,10 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from . import inline
 
+log = logging.getLogger("pbmserv.store")
 DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///pbmserv.db"
+PRIVATE_FILE = 0o600
+PRIVATE_DIR = 0o700
 SQLITE_BUSY_TIMEOUT_S = 60.0
 READ_ONLY = "pbmserv_read_only"
 
@@ -61,13 +72,43 @@ def json_loads(text: str) -> Any:
     return empty() if empty is not None else json.loads(text)
 
 
+def private_sqlite_file(database: str) -> None:
+    """Create the SQLite file ``database`` 0600 if it is missing (before SQLite
+    would, under the umask), and take the others' and the group's access away
+    from it and its ``-wal``/``-shm`` when they have any.  ``:memory:`` and
+    ``file:`` URIs are left alone."""
+    if not database or database == ":memory:" or database.startswith("file:"):
+        return
+    try:
+        os.close(os.open(database, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE))
+        return
+    except FileExistsError:
+        pass
+    except OSError:
+        return  # (a folder missing or unwritable: SQLite's own error says it)
+    for path in (database, database + "-wal", database + "-shm"):
+        try:
+            mode = stat.S_IMODE(os.stat(path).st_mode)
+            if mode & 0o077:
+                os.chmod(path, mode & ~0o077)
+                log.warning("%s was readable by other users (mode %o); made private (%o)", path, mode, mode & ~0o077)
+        except OSError:
+            continue
+
+
 def make_engine(url: str, **kwargs: Any) -> AsyncEngine:
     url = normalise_url(url)
     kwargs.setdefault("json_deserializer", json_loads)
     if url.startswith("sqlite"):
         database = make_url(url).database or ":memory:"
         # statements run on the loop's thread, not one aiosqlite hop each (store/inline.py)
-        engine = create_async_engine(url, async_creator=inline.creator(database), **kwargs)
+        connect = inline.creator(database)
+
+        async def private_connect() -> Any:
+            private_sqlite_file(database)  # a few system calls per new connection (they are pooled)
+            return await connect()
+
+        engine = create_async_engine(url, async_creator=private_connect, **kwargs)
 
         @event.listens_for(engine.sync_engine, "connect")
         def _on_connect(dbapi_connection: Any, _record: Any) -> None:
@@ -145,7 +186,7 @@ class Database:
         if self.is_sqlite:
             database = make_url(self.url).database
             if database and database != ":memory:":
-                Path(database).parent.mkdir(parents=True, exist_ok=True)
+                Path(database).parent.mkdir(PRIVATE_DIR, parents=True, exist_ok=True)
         async with self.engine.connect() as conn:
             await conn.run_sync(_upgrade, revision)
             await conn.commit()
