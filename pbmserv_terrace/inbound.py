@@ -34,6 +34,9 @@ class InboundMail:
     first, then To and Cc (bare addresses)"""
     references: list[str] = field(default_factory=list)
     """Message-IDs it answers: In-Reply-To, then References (newest first)"""
+    problem: str | None = None
+    """why its body was not read (over a parsing limit: ``mail.message.LIMITS``);
+    such a mail is answered with this and runs nothing"""
 
     @cached_property
     def parsed(self) -> ParsedMail:

@@ -182,19 +182,23 @@ def parse_mail(subject: str, body: str) -> ParsedMail:
         rest = "\n".join(lines[1:]).strip()
         parsed = parse_line(first_line, rest)
         if isinstance(parsed, str):
-            return ParsedMail([], rest, error=parsed, source_line=first_line)
+            return ParsedMail([], redact_text(rest), error=parsed, source_line=first_line)
         return _expand_multiple(parsed, rest, first_line)
     if not stripped or _SERVER_ONLY.match(stripped):
-        return ParsedMail([], comment_text, error=NO_COMMAND, source_line=stripped)
+        return ParsedMail([], redact_text(comment_text), error=NO_COMMAND, source_line=stripped)
     parsed = parse_line(stripped, comment_text)
     if isinstance(parsed, str):
-        return ParsedMail([], comment_text, error=parsed, source_line=stripped)
+        return ParsedMail([], redact_text(comment_text), error=parsed, source_line=stripped)
     return _expand_multiple(parsed, comment_text, stripped)
 
 
 def _expand_multiple(cmd: Command, comment: str, line: str) -> ParsedMail:
+    """``multiple`` reads its commands from the comment's first block; every
+    comment that reaches the commands has its command lines' passwords masked
+    (it may be chatted or quoted to other players)."""
     if cmd.verb != "multiple":
-        return ParsedMail([cmd], comment, source_line=line)
+        cmd.comment = redact_text(cmd.comment)
+        return ParsedMail([cmd], redact_text(comment), source_line=line)
     commands: list[Command] = []
     block, _, rest = comment.partition("\n\n")
     for raw_line in block.split("\n"):
@@ -206,11 +210,11 @@ def _expand_multiple(cmd: Command, comment: str, line: str) -> ParsedMail:
         elif sub.verb == "multiple":
             commands.append(Command(verb="invalid", text=raw_line.strip(), comment="'multiple' cannot be nested"))
         else:
-            sub.comment = rest.strip()
+            sub.comment = redact_text(rest.strip())
             commands.append(sub)
     if not commands:
         return ParsedMail([], comment, error="'multiple' needs one command per line in the body, ending at the first blank line")
-    return ParsedMail(commands, rest.strip(), multiple=True, source_line=line)
+    return ParsedMail(commands, redact_text(rest.strip()), multiple=True, source_line=line)
 
 
 # ------------------------------------------------------------------ redaction
@@ -223,22 +227,53 @@ PASSWORD_AT: dict[str, tuple[int, ...]] = {
 MASK = "********"
 
 
-def redact(line: str) -> str:
-    """``line`` with the password words of its command masked, for quoting in
-    replies and storing in logs (a wrong command still carries a real password)."""
-    cmd = parse_line(line)
+def _password_words(line: str) -> tuple[list[str], set[str]] | None:
+    """(the line's tokens, the tokens at its command's password positions), or
+    None when the line is no command.  A line of more than :data:`MAX_WORDS`
+    words is read by its first words (it still carries a real password)."""
+    tokens = strip_subject(line).split()
+    cmd = parse_line(" ".join(tokens[:MAX_WORDS]) if len(tokens) > MAX_WORDS else line)
     if isinstance(cmd, str):
-        return line
+        return None
     own = GAME_TYPES[cmd.game_type].password_at if cmd.game_type else {}
     if cmd.verb in own:
         at: tuple[int, ...] = (own[cmd.verb],)
     elif cmd.verb in PASSWORD_AT:
         at = PASSWORD_AT[cmd.verb]
     else:
-        return line
+        return tokens, set()
     if cmd.verb in ("subscribe", "unsubscribe") and cmd.words and not cmd.words[0].split("#")[0].isdigit():
         at = (1,)  # subscribe U P all
-    secrets = {cmd.words[i] for i in at if i < len(cmd.words)}
-    if not secrets:
+    return tokens, {cmd.words[i] for i in at if i < len(cmd.words)}
+
+
+def may_hold_password(line: str) -> bool:
+    """``line`` is a command with a word where its password goes: it must never
+    be chatted or quoted as it is."""
+    found = _password_words(line)
+    return found is not None and bool(found[1])
+
+
+def redact(line: str) -> str:
+    """``line`` with the password words of its command masked, for quoting in
+    replies and storing in logs (a wrong command still carries a real password)."""
+    found = _password_words(line)
+    if found is None or not found[1]:
         return line
-    return " ".join(MASK if token in secrets else token for token in line.split())
+    return " ".join(MASK if token in found[1] else token for token in line.split())
+
+
+def redact_text(text: str) -> str:
+    """Every line of ``text`` that is a command, its passwords masked: comments
+    and chat go to other players and into the outbox, and a player may paste a
+    command (``change password fay OLD NEW``) below the first line."""
+    if not text:
+        return text
+    lines = text.split("\n")
+    changed = False
+    for i, line in enumerate(lines):
+        if looks_like_command(line):
+            masked = redact(line)
+            if masked != line:
+                lines[i], changed = masked, True
+    return "\n".join(lines) if changed else text

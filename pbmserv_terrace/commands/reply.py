@@ -8,10 +8,11 @@ the move is the service's job.  Pure: standard library and this package only.
 
 Anything that is not one of the short reply forms is treated as a chat message
 (``implicit_chat``), so a friendly "nice move!" reaches the opponent and the service
-can tell the sender how to play.  The exception is a line that is a whole mail
-command ("terrace move 101 bob PASSWORD d7-d6"): it carries a password, so it must
-never be chatted; it comes back as verb ``command`` for the service to run as an
-ordinary mail.
+can tell the sender how to play.  The exception is a command line with a word
+where its password goes ("terrace move 101 bob PASSWORD d7-d6", "change password
+fay OLD NEW", "signoff ann PW"): it may carry a password, so it is never chatted; it comes
+back as verb ``command`` for the service to run as an ordinary mail, its password
+checked.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import re
 from dataclasses import dataclass
 
 from ..gametypes import GAME_TYPES
-from .parse import looks_like_command
+from .parse import looks_like_command, may_hold_password, redact_text
 from .quotes import own_text
 
 __all__ = ["REPLY_VERBS", "ReplyCommand", "own_text", "reply_command"]
@@ -126,7 +127,7 @@ def reply_command(body: str) -> ReplyCommand:
     if not text:
         return ReplyCommand(verb="chat", empty=True)
     first, _, rest = text.partition("\n")
-    rest = rest.strip()
+    rest = redact_text(rest.strip())
     line = _trim(first)
     key = " ".join(line.lower().split())
     if _MOVE_SHAPE.match(line):
@@ -140,8 +141,16 @@ def reply_command(body: str) -> ReplyCommand:
         return ReplyCommand(verb=_WORDS[key], comment=rest)
     if _is_full_command(first):
         return ReplyCommand(verb="command", argument=_trim(first), comment=rest)
-    chat = re.match(r"^\s*chat\b\s*:?\s*(.*)$", first, re.IGNORECASE | re.DOTALL)
+    chat = _CHAT.match(first)
     if chat:
         message = "\n".join(part for part in (chat.group(1).strip(), rest) if part)
         return ReplyCommand(verb="chat", comment=message)
-    return ReplyCommand(verb="chat", comment=text, implicit_chat=True)
+    if may_hold_password(first):
+        # any other command with a word where its password goes ("change
+        # password fay OLD NEW", "signoff ann PW", "vacation …"): it is run as a
+        # command (its password checked) and never chatted
+        return ReplyCommand(verb="command", argument=_trim(first), comment=rest)
+    return ReplyCommand(verb="chat", comment=redact_text(text), implicit_chat=True)
+
+
+_CHAT = re.compile(r"^\s*chat\b\s*:?\s*(.*)$", re.IGNORECASE | re.DOTALL)

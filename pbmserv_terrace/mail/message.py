@@ -16,7 +16,6 @@ import email.charset
 import email.policy
 import functools
 import hashlib
-import html
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -28,34 +27,95 @@ from email.parser import BytesParser
 from email.utils import format_datetime, formataddr, getaddresses, parseaddr
 from io import BytesIO
 
+import lxml.etree
+import lxml.html
+
 from ..inbound import InboundMail, is_valid_address
 
 MAX_BODY_CHARS = 200_000
 """Longer bodies are cut: no command needs more, and replies quote the original."""
 MAX_SUBJECT_CHARS = 2_000
-_MSGID = re.compile(r"<[^<>\s]{1,250}>")
+MAX_HEADER_BYTES = 64 * 1024
+"""The header block read at all: a longer one is refused before the parser sees it."""
+MAX_HEADER_FIELDS = 300
+MAX_FIELD_BYTES = 8 * 1024
+"""One header field (Subject, To, …) is cut to this before it is decoded or parsed."""
+MAX_MIME_LINES = 500
+"""Body lines that begin with ``--`` (MIME delimiters, signatures): more, and the body is refused unread."""
+MAX_MIME_TYPES = 100
+"""``Content-Type`` fields in the body (the parts, at any depth): more, and the body is refused unread."""
+MAX_NESTING = 20
+"""``multipart/`` and ``message/`` types in the body: the email parser recurses once per level."""
+MAX_PART_BYTES = 4 * MAX_BODY_CHARS
+"""Of the chosen text part, only this much is decoded and read."""
+MAX_HTML_CHARS = 512 * 1024
+"""Of an HTML-only mail, only this much markup is parsed."""
+LIMITS = {
+    "header block": f"{MAX_HEADER_BYTES // 1024} kB",
+    "header fields": str(MAX_HEADER_FIELDS),
+    "one header field": f"{MAX_FIELD_BYTES // 1024} kB (cut)",
+    "MIME parts": str(MAX_MIME_TYPES),
+    "MIME delimiter lines": str(MAX_MIME_LINES),
+    "nested multiparts": str(MAX_NESTING),
+    "text read": f"{MAX_BODY_CHARS:,} characters",
+    "HTML parsed": f"{MAX_HTML_CHARS // 1024} kB",
+}
+"""What :func:`parse_message` reads at most (SECURITY.md's table)."""
+_MSGID = re.compile(r"<[!-;=?-~]{1,250}>")
+"""a Message-ID of printable ASCII (no control characters reach our headers or logs)"""
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
-_TAG = re.compile(r"<[^>]*>")
-_BLOCK = re.compile(r"</?(p|div|br|tr|li|h\d|table|blockquote)\b[^>]*>", re.IGNORECASE)
-_DROP = re.compile(r"<(script|style|head)\b.*?</\1\s*>", re.IGNORECASE | re.DOTALL)
+_BLOCK_TAGS = frozenset(
+    ("p", "div", "br", "tr", "li", "h1", "h2", "h3", "h4", "h5", "h6", "table", "blockquote", "pre", "ul", "ol", "dl",
+     "dt", "dd", "hr", "section", "article", "header", "footer")
+)  # fmt: skip
+_DROP_TAGS = frozenset(("script", "style", "head", "title", "template", "noscript"))
 
 
 def html_to_text(markup: str) -> str:
-    """Plain text of an HTML body: block tags become line breaks, other tags go,
-    entities are decoded.  Enough for command lines and comments."""
-    text = _DROP.sub("", markup)
-    text = _BLOCK.sub("\n", text)
-    text = _TAG.sub("", text)
-    text = html.unescape(text).replace("\xa0", " ")
+    """Plain text of an HTML body: block tags become line breaks, scripts and
+    styles go, entities are decoded.  Enough for command lines and comments.
+
+    libxml2's HTML parser (lxml) reads the markup in one linear pass, in C; the
+    tree is walked without recursion.  Regular expressions over the markup took
+    quadratic time on shapes like ``"<p" * 50000`` (and so does the standard
+    library's ``html.parser``); at most :data:`MAX_HTML_CHARS` are read."""
+    markup = markup[:MAX_HTML_CHARS]
+    if not markup.strip():
+        return ""
+    try:
+        root = lxml.html.document_fromstring(markup, parser=_HTML_PARSER)
+    except (lxml.etree.ParserError, ValueError):  # nothing parseable in it
+        return ""
+    for element in list(root.iter(*_DROP_TAGS)):
+        element.drop_tree()  # its text goes, its tail stays
+    pieces: list[str] = []
+    for event, element in lxml.etree.iterwalk(root, events=("start", "end")):
+        block = element.tag in _BLOCK_TAGS
+        if event == "start":
+            if block:
+                pieces.append("\n")
+            if element.text and isinstance(element.tag, str):
+                pieces.append(element.text)
+        else:
+            if block and element.tag != "br":
+                pieces.append("\n")
+            if element.tail and element is not root:
+                pieces.append(element.tail)
+    text = "".join(pieces).replace("\xa0", " ")
     lines = [line.rstrip() for line in text.splitlines()]
     return "\n".join(lines).strip("\n")
+
+
+_HTML_PARSER = lxml.html.HTMLParser(remove_comments=True, remove_pis=True, no_network=True, recover=True)
 
 
 def _part_text(part: Message) -> str:
     payload = part.get_payload(decode=True)
     if not isinstance(payload, bytes):
         return ""
+    payload = payload[:MAX_PART_BYTES]  # (decoding, unflowing and HTML are linear, but need not see more)
     charset = part.get_content_charset() or "us-ascii"
     try:
         text = payload.decode(charset, errors="replace")
@@ -114,12 +174,82 @@ def _choose_text(msg: Message) -> str:
     return ""
 
 
-def _header(msg: Message, name: str) -> str:
-    try:
-        value = msg.get(name)
-    except Exception:  # a header the parser could not make sense of
-        return ""
-    return "" if value is None else str(value)
+def _fields(msg: Message) -> dict[str, list[str]]:
+    """The header fields by lower-case name, in order, as raw text.  Raw 8-bit
+    bytes (an SMTPUTF8 header) are read as UTF-8 (the parser keeps them as
+    surrogates; ``msg.get`` would turn them into U+FFFD)."""
+    fields: dict[str, list[str]] = {}
+    for name, value in msg.raw_items():
+        if not value.isascii():
+            value = value.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+        fields.setdefault(name.lower(), []).append(value)
+    return fields
+
+
+def _first(fields: dict[str, list[str]], name: str) -> str:
+    values = fields.get(name.lower())
+    return values[0] if values else ""
+
+
+_HEADER_END = re.compile(rb"\r?\n\r?\n")
+_FIELD_START = re.compile(rb"\n(?![ \t])")
+
+
+def bounded(raw: bytes) -> tuple[bytes, str | None]:
+    """``raw`` made safe for the ``email`` parser, and why the body was refused
+    (None when it was not).  Linear work in C over the bytes, before any parsing:
+    the header block must end within :data:`MAX_HEADER_BYTES` and hold at most
+    :data:`MAX_HEADER_FIELDS` fields, each cut to :data:`MAX_FIELD_BYTES` (the
+    stdlib's header decoding and address parsing are superlinear: a 900 kB
+    Subject of encoded words took 11.6 s); a body with more MIME structure than
+    the caps allow is dropped unread (the parser recursed once per nested
+    multipart, raising RecursionError at ~1,000, and 200,000 parts took 6.5 s)."""
+    end = _HEADER_END.search(raw, 0, MAX_HEADER_BYTES + 4)
+    if end is None:
+        if len(raw) <= MAX_HEADER_BYTES:  # headers only
+            head, body = raw, b""
+        else:
+            cut = raw.rfind(b"\n", 0, MAX_HEADER_BYTES)
+            return _bounded_head(raw[: max(cut, 0)]) + b"\n\n", f"its header block is over {MAX_HEADER_BYTES // 1024} kB"
+    else:
+        head, body = raw[: end.start()], raw[end.end() :]
+    problem: str | None = None
+    if _FIELD_START.subn(b"", head)[1] >= MAX_HEADER_FIELDS:
+        problem = f"it has more than {MAX_HEADER_FIELDS} header fields"
+    elif body.count(b"\n--") + body.startswith(b"--") > MAX_MIME_LINES:
+        problem = f"it has more than {MAX_MIME_LINES} MIME delimiter lines"
+    else:
+        lower = body.lower()
+        if lower.count(b"content-type:") > MAX_MIME_TYPES:
+            problem = f"it has more than {MAX_MIME_TYPES} MIME parts"
+        elif lower.count(b"multipart/") + lower.count(b"message/") > MAX_NESTING:
+            problem = f"it nests more than {MAX_NESTING} multiparts"
+    head = _bounded_head(head)
+    if problem is not None:
+        return head + b"\n\n", problem
+    return head + b"\n\n" + body, None
+
+
+def _bounded_head(head: bytes) -> bytes:
+    """The header block with each field cut to :data:`MAX_FIELD_BYTES` and at
+    most :data:`MAX_HEADER_FIELDS` fields (a block under the caps is returned as it is)."""
+    if len(head) <= MAX_FIELD_BYTES:
+        return head
+    starts = [0, *(m.end() for m in _FIELD_START.finditer(head))][:MAX_HEADER_FIELDS]
+    if len(starts) < MAX_HEADER_FIELDS and all(
+        b - a <= MAX_FIELD_BYTES for a, b in zip(starts, [*starts[1:], len(head)], strict=True)
+    ):
+        return head
+    out: list[bytes] = []
+    for i, start in enumerate(starts):
+        stop = starts[i + 1] if i + 1 < len(starts) else len(head)
+        field = head[start:stop].rstrip(b"\r\n")
+        if len(field) > MAX_FIELD_BYTES:
+            field = field[:MAX_FIELD_BYTES]
+            cut = max(field.rfind(b","), field.rfind(b" "))  # at a boundary of addresses or words
+            field = field[:cut] if cut > MAX_FIELD_BYTES // 2 else field
+        out.append(field)
+    return b"\n".join(out)
 
 
 _ATEXT = r"[A-Za-z0-9!#$%&'*+\-/=?^_`{|}~]+"
@@ -157,43 +287,43 @@ def parse_message(raw: bytes) -> InboundMail:
     """Read a raw RFC 5322 message.  Never raises on malformed input: whatever the
     ``email`` package recovers is used; a missing Message-ID gets a stable one made
     from the content, so a second delivery of the same bytes is still recognised."""
-    msg = BytesParser(policy=email.policy.compat32).parsebytes(raw)
-    name_addr = _parseaddr(_header(msg, "From").replace("\r", " ").replace("\n", " "))[1]
+    safe, problem = bounded(raw)
+    try:
+        msg = BytesParser(policy=email.policy.compat32).parsebytes(safe)
+    except RecursionError:  # (the caps keep nesting shallow: a last line of defence)
+        msg, problem = BytesParser(policy=email.policy.compat32).parsebytes(safe, headersonly=True), "it nests too deeply"
+    fields = _fields(msg)
+    name_addr = _parseaddr(_first(fields, "From").replace("\r", " ").replace("\n", " "))[1]
     sender = name_addr.strip()
     if "@" in sender:
         local, _, domain = sender.rpartition("@")
         sender = f"{local}@{domain.lower()}"
-    subject = _decode_header(_header(msg, "Subject"))
-    subject = " ".join(subject.replace("\x00", " ").split())[:MAX_SUBJECT_CHARS]
-    body = _choose_text(msg).replace("\r\n", "\n").replace("\r", "\n").replace("\x00", "")[:MAX_BODY_CHARS]
-    message_id = _header(msg, "Message-ID").strip()
-    message_id = " ".join(message_id.split())[:250]
-    if not message_id:
-        message_id = "<sha256-" + hashlib.sha256(raw).hexdigest()[:40] + "@pbmserv.invalid>"
-    headers = {
-        name.lower(): " ".join(_header(msg, name).split())[:300]
+    subject = _decode_header(_first(fields, "Subject"))
+    subject = " ".join(_CONTROL.sub(" ", subject).split())[:MAX_SUBJECT_CHARS]
+    body = "" if problem else _choose_text(msg)
+    body = body.replace("\r\n", "\n").replace("\r", "\n").replace("\x00", "")[:MAX_BODY_CHARS]
+    message_id = _message_id(_first(fields, "Message-ID"), raw)
+    headers: dict[str, str] = {
+        name: " ".join(_CONTROL.sub(" ", fields[name][0]).split())[:300]
         for name in (
-            "Auto-Submitted",
-            "Precedence",
-            "List-Id",
-            "List-Unsubscribe",
-            "X-Autoreply",
-            "X-Auto-Response-Suppress",
-            "Return-Path",
+            "auto-submitted",
+            "precedence",
+            "list-id",
+            "list-unsubscribe",
+            "x-autoreply",
+            "x-auto-response-suppress",
+            "return-path",
         )
-        if msg.get(name) is not None
+        if name in fields
     }
     recipients: list[str] = []
-    for name in ("X-Original-To", "Delivered-To", "To", "Cc"):
-        try:
-            values = [str(v) for v in msg.get_all(name, [])]
-        except Exception:
-            continue
+    for name in ("x-original-to", "delivered-to", "to", "cc"):
+        values = fields.get(name, [])
         for _, addr in _getaddresses([" ".join(v.split()) for v in values]):
             if addr and addr not in recipients:
                 recipients.append(addr)
-    references = _MSGID.findall(_header(msg, "In-Reply-To"))
-    references += [m for m in reversed(_MSGID.findall(_header(msg, "References"))) if m not in references]
+    references = _MSGID.findall(_first(fields, "In-Reply-To"))
+    references += [m for m in reversed(_MSGID.findall(_first(fields, "References"))) if m not in references]
     return InboundMail(
         sender=sender,
         recipients=recipients[:20],
@@ -204,7 +334,19 @@ def parse_message(raw: bytes) -> InboundMail:
         headers=headers,
         is_report=msg.get_content_type() == "multipart/report",
         raw_size=len(raw),
+        problem=f"the server did not read your mail's text: {problem}; send your command as a plain mail" if problem else None,
     )
+
+
+def _message_id(value: str, raw: bytes) -> str:
+    """The mail's Message-ID as printable ASCII (it goes into our In-Reply-To and
+    the logs); a missing one is made from the content, so a second delivery of
+    the same bytes is still recognised."""
+    found = _MSGID.search(value)
+    if found is not None:
+        return found.group()
+    cleaned = "".join(ch for ch in value if "!" <= ch <= "~")[:250]
+    return cleaned or "<sha256-" + hashlib.sha256(raw).hexdigest()[:40] + "@pbmserv.invalid>"
 
 
 def _decode_header(value: str) -> str:

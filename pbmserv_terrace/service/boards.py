@@ -343,7 +343,7 @@ async def send_board(
         if seat is None or user.signed_off or not user.addresses:
             others[picture is not None and user.pictures].append(user)
             continue
-        reply_to, key = await ctx.reply_address(game.game_type, game.board_number, user, game.ply)
+        reply_to, key = await ctx.board_reply_address(game, user)
         hint = reply_hint(game, seat)
         text = body.rstrip("\n") + "\n\n" + hint + "\n"
         mail = Mail(list(dict.fromkeys(user.addresses)), subject, text, reply_to=reply_to, reply_key=key)

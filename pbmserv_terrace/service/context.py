@@ -18,10 +18,10 @@ from typing import Protocol
 from ..config import Config
 from ..inbound import InboundMail
 from ..render import render
-from ..store import UnitOfWork, User
+from ..store import Game, UnitOfWork, User
 from .guards import GuardJournal, GuessGuard
 from .passwords import PasswordCache, needs_rehash
-from .replykeys import SECRET_NAME, key_address, make_key
+from .replykeys import SECRET_NAME, board_version, key_address, make_key
 
 
 class CommandError(Exception):
@@ -138,8 +138,18 @@ class Ctx:
         return self._reply_secret
 
     async def reply_address(self, game_type: str, board: int, user: User, ply: int) -> tuple[str, str]:
-        """(Reply-To address, key) of a board mail to ``user`` sent at ``ply``."""
+        """(Reply-To address, key) of a mail to ``user`` about ``board``, naming ``ply``."""
         key = make_key(await self.reply_secret(), game_type, board, user.id, ply, user.key_generation)
+        return key_address(self.config.server.address, key), key
+
+    async def board_reply_address(self, game: Game, user: User) -> tuple[str, str]:
+        """(Reply-To address, key) of a board mail to ``user``: the key names the
+        board's version (:func:`.replykeys.board_version`), so it is outdated by the
+        next move or undo and never valid again."""
+        key = make_key(
+            await self.reply_secret(), game.game_type, game.board_number, user.id, board_version(game), user.key_generation,
+            versioned=True,
+        )  # fmt: skip
         return key_address(self.config.server.address, key), key
 
     async def auth(self, userid: str, password: str, known: Iterable[User] = ()) -> User:

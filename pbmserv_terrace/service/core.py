@@ -384,6 +384,12 @@ class Service:
             queued = self.queue_replies(ctx, now)
             uow.inbound.record(mail.message_id, now, mail.sender, "throttled")
             return HandleResult("throttled", mail.sender, len(queued), outbox_ids=queued), ctx
+        if mail.problem is not None:
+            # over a parsing limit (mail.message.bounded): nothing of it runs
+            self._error(ctx, None, CommandError(mail.problem), strip_subject(mail.subject))
+            queued = self.queue_replies(ctx, now)
+            uow.inbound.record(mail.message_id, now, mail.sender, "refused: over a limit")
+            return HandleResult("error", mail.problem, len(queued), outbox_ids=queued), ctx
         parsed = mail.parsed
         results: list[tuple[Command | None, str | None]] = []
         commands = parsed.commands

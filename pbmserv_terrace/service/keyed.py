@@ -4,10 +4,16 @@ and the command the reply's first own line stands for.
 Order of the checks: the key verifies (constant time) for its user's current key
 generation; the mail comes from one of that user's addresses; the board exists
 and the user plays in it; a reply that changes the board (a move, resign, draw,
-accept/reject, undo, queue) was written to the board's current ply.  ``show`` and
-``chat`` take any valid key of the board.  The Subject of a keyed reply is not
-read, except that a reply with no own text at all falls back to it (a player
-who answered the old way, editing the Subject).
+accept/reject, undo, queue) was written to the board's current version (a move
+or an undo outdates every earlier mail for good).  ``show`` and ``chat`` take
+any valid key of the board.  The Subject of a keyed reply is not read, except
+that a reply with no own text at all falls back to it (a player who answered
+the old way, editing the Subject).
+
+A key does exactly one thing (issue 36): it lets its own user run the short
+reply forms on its own board.  A first line that is a whole command (it may name
+another board or user, an account verb, a password) runs as an ordinary mail,
+with its password checked, and is never chatted.
 """
 
 from __future__ import annotations
@@ -15,13 +21,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..commands import Command, ReplyCommand, own_text, parse_line, reply_command
+from ..commands.parse import redact_text
 from ..gametypes import GAME_TYPES, game_title
 from ..inbound import InboundMail
 from ..render import render
 from ..store import Game, User
 from .boards import game_view, reply_hint, seat_of, subject_for
 from .context import CommandError, Ctx, Mail
-from .replykeys import ReplyKey, decode_key, key_in_address, verify_key
+from .replykeys import ReplyKey, current_mark, decode_key, key_in_address, verify_key
 from .solitaire import reply_to_table
 
 PLY_BOUND = frozenset({"move", "resign", "propose", "accept", "reject", "undo", "queue"})
@@ -93,9 +100,14 @@ async def resolve(ctx: Ctx, mail: InboundMail, key_text: str, *, subject_has_com
         raise _error(
             key, "your reply holds no command: write your move (e.g. d2-e3) or resign, draw, show, chat on its first line"
         )
-    if said.verb in PLY_BOUND and key.ply != game.ply:
+    if said.verb == "command":
+        # a whole command line (it may name another board or user, an account
+        # verb, a password): run as an ordinary mail, with its password checked;
+        # the key grants nothing to it
+        return KeyedReply(commands=[_full_command(game, said)])
+    if said.verb in PLY_BOUND and key.ply != current_mark(key, game):
         await _moved_on(ctx, game, user, key)
-        return KeyedReply(user=user, refused=f"outdated reply (ply {key.ply}, board at {game.ply})")
+        return KeyedReply(user=user, refused=f"outdated reply (key {key.ply}, board at ply {game.ply})")
     return KeyedReply(user=user, commands=[_command(game, user, said)], notes=_notes(said))
 
 
@@ -111,6 +123,7 @@ async def _solitaire(
     kind = GAME_TYPES[game.game_type]
     text = own_text(mail.body)
     first, _, rest = text.partition("\n")
+    rest = redact_text(rest)
     words = first.replace("\u2013", "-").replace("\u2014", "-").strip().rstrip(".!").split()
     if not words:
         if subject_has_command:
@@ -123,7 +136,7 @@ async def _solitaire(
         parsed = parse_line(first, rest)
         if isinstance(parsed, str):
             raise _error(key, parsed)
-        return KeyedReply(user=user, commands=[parsed])
+        return KeyedReply(commands=[parsed])  # a whole command: its password is checked (the key grants nothing)
     if head == "move":
         words = words[1:]
     if head in SOLITAIRE_QUERIES:
@@ -131,22 +144,26 @@ async def _solitaire(
         if head not in ("show", "hint"):
             cmd = Command(head, kind.name, [], text=head)
         return KeyedReply(user=user, commands=[cmd])
-    if key.ply != game.ply:
+    if key.ply != current_mark(key, game):
         await reply_to_table(ctx, game, f"your reply was not applied: board {game.board_number} has moved on since that "
-                                        f"mail (move {key.ply} → {game.ply})")  # fmt: skip
-        return KeyedReply(user=user, refused=f"outdated reply (ply {key.ply}, board at {game.ply})")
+                                        f"mail (it is at move {game.ply} now)")  # fmt: skip
+        return KeyedReply(user=user, refused=f"outdated reply (key {key.ply}, board at ply {game.ply})")
     if head in SOLITAIRE_ACTIONS:
         return KeyedReply(user=user, commands=[Command(head, kind.name, [board, uid, "", *words[1:2]], text=first)])
     return KeyedReply(user=user, commands=[Command("move", kind.name, [board, uid, "", *words], comment=rest, text=first)])
 
 
+def _full_command(game: Game, said: ReplyCommand) -> Command:
+    parsed = parse_line(said.argument, said.comment)
+    if isinstance(parsed, str):
+        raise CommandError(parsed, board=game.board_number, game_type=game.game_type)
+    return parsed
+
+
 def _command(game: Game, user: User, said: ReplyCommand) -> Command:
+    """The command a reply's short form stands for: always on the key's own
+    board, as the key's own user (the only commands a key may run)."""
     board, uid, kind = str(game.board_number), user.userid, game.game_type
-    if said.verb == "command":
-        parsed = parse_line(said.argument, said.comment)
-        if isinstance(parsed, str):
-            raise CommandError(parsed, board=game.board_number, game_type=kind)
-        return parsed
     if said.verb == "move":
         return Command("move", kind, [board, uid, "", said.argument], comment=said.comment, text=said.argument)
     if said.verb == "queue":
@@ -174,7 +191,7 @@ async def _moved_on(ctx: Ctx, game: Game, user: User, key: ReplyKey) -> None:
     seat = seat_of(game, user)
     assert seat is not None
     view = await game_view(ctx, game)
-    headline = f"your reply was not applied: board {game.board_number} has moved on since that mail (ply {key.ply} → {game.ply})"
+    headline = f"your reply was not applied: board {game.board_number} has moved on since that mail (it is at ply {game.ply} now)"
     body = render("update.txt", game=view, headline=headline, comment=None).rstrip("\n") + "\n\n" + reply_hint(game, seat) + "\n"
-    reply_to, fresh = await ctx.reply_address(game.game_type, game.board_number, user, game.ply)
+    reply_to, fresh = await ctx.board_reply_address(game, user)
     ctx.out.append(Mail([ctx.sender], subject_for(game), body, for_sender=True, reply_to=reply_to, reply_key=fresh))

@@ -283,6 +283,7 @@ async def _undo_last(ctx: Ctx, game: Game) -> str:
     remaining = moves[:-1]
     pos = replay(game, remaining)
     game.position = board_rules(game.game_type).dump(pos)
+    game.taken_back = (game.taken_back or 0) + game.ply - (last.ply - 1)
     game.ply = last.ply - 1
     game.undo_votes = []
     if last.move in (RESIGN, FORFEIT):

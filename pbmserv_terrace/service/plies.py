@@ -182,6 +182,7 @@ async def first_round_removal(ctx: Ctx, game: Game, seat: Seat, how: str, commen
     for i, s in enumerate(remaining):
         s.seat = i + 1
         s.active, s.resign_pending, s.queued_moves, s.submitted_move, s.clock_seconds = True, False, [], None, 0.0
+    game.taken_back = (game.taken_back or 0) + game.ply
     game.variant, game.position, game.start_position, game.ply = variant, start, start, 0
     game.rated = False
     game.draw_votes, game.undo_votes = [], []

@@ -70,7 +70,7 @@ async def _reply_summaries(ctx: Ctx, game_type: str | None, games: list[tuple[Ga
     hint = ""
     if seat is not None:
         # the sender plays on this board: the summary is a board mail they can answer by Reply
-        mail.reply_to, mail.reply_key = await ctx.reply_address(game.game_type, game.board_number, seat.user, game.ply)
+        mail.reply_to, mail.reply_key = await ctx.board_reply_address(game, seat.user)
         hint = reply_hint(game, seat)
         mail.body = mail.body.rstrip("\n") + "\n\n" + hint + "\n"
     if seat is None or seat.user.pictures:

@@ -2,11 +2,11 @@
 ``Reply-To: LOCAL+KEY@DOMAIN``; replying to it needs no password.
 
 KEY is 31 characters of lower-case base32 (some servers lower-case local parts),
-the packing of (game type, board, user id, ply) followed by an HMAC-SHA256 of
+the packing of (game type, board, user id, board version) followed by an HMAC-SHA256 of
 those and the user's key generation, truncated to 80 bits, under a secret kept
 in the database (``server_secrets``, shared by every worker).  It cannot be made
-without the secret, names the ply the mail was sent at (an older mail's key is
-recognised as outdated), and stops verifying when the secret is rotated or the
+without the secret, names the board's version when the mail was sent (an older
+mail's key is recognised as outdated), and stops verifying when the secret is rotated or the
 user's key generation is bumped (password change, ``change keys``).
 
 >>> key = make_key(b"s" * 32, "terrace", 101, 7, 12, 0)
@@ -14,6 +14,12 @@ user's key generation is bumped (password change, ``change keys``).
 (31, True)
 >>> verify_key(b"s" * 32, decode_key(key), 0), verify_key(b"s" * 32, decode_key(key), 1)
 (True, False)
+
+The version (:func:`board_version`) is the ply plus twice the plies ever taken
+back, so it only grows: after an undo the board returns to an earlier ply, but
+never to an earlier version, and a mail from before the undo stays outdated.
+Keys made before versions (issue 36) named the ply; the high bit of the packed
+game type tells them apart, and they are still read as naming a ply.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ import binascii
 import hmac
 import struct
 from dataclasses import dataclass
+from typing import Protocol
 
 from ..gametypes import GAME_TYPES
 
@@ -33,6 +40,8 @@ _FIELDS = struct.Struct(">B3s3sH")
 _TYPES = list(GAME_TYPES)
 _LIMIT = 1 << 24
 KEY_LENGTH = 31
+_VERSIONED = 0x80
+"""in the packed game type: the key names a board version, not a ply"""
 
 
 @dataclass(frozen=True)
@@ -41,22 +50,46 @@ class ReplyKey:
     board: int
     user_id: int
     ply: int
+    """the board version the mail was sent at (or, for a key made before
+    versions, its ply: ``versioned`` is False)"""
     payload: bytes
     mac: bytes
+    versioned: bool = True
 
 
-def _payload(game_type: str, board: int, user_id: int, ply: int) -> bytes:
+class _Board(Protocol):
+    ply: int
+    taken_back: int
+
+
+def board_version(game: _Board) -> int:
+    """A number that grows with every change of the board's moves: a move adds
+    one, taking back k plies adds k (``ply`` falls by k, ``taken_back`` rises by k)."""
+    return (game.ply + 2 * (game.taken_back or 0)) % (1 << 16)
+
+
+def current_mark(key: ReplyKey, game: _Board) -> int:
+    """What ``key.ply`` must equal for the key to be current on ``game``."""
+    return board_version(game) if key.versioned else game.ply
+
+
+def _payload(game_type: str, board: int, user_id: int, ply: int, versioned: bool) -> bytes:
     if not (0 <= board < _LIMIT and 0 <= user_id < _LIMIT and 0 <= ply < 1 << 16):
         raise ValueError("board, user or ply out of the key's range")
-    return _FIELDS.pack(_TYPES.index(game_type), board.to_bytes(3, "big"), user_id.to_bytes(3, "big"), ply)
+    kind = _TYPES.index(game_type) | (_VERSIONED if versioned else 0)
+    return _FIELDS.pack(kind, board.to_bytes(3, "big"), user_id.to_bytes(3, "big"), ply)
 
 
 def _mac(secret: bytes, payload: bytes, generation: int) -> bytes:
     return hmac.digest(secret, payload + generation.to_bytes(8, "big", signed=True), "sha256")[:MAC_BYTES]
 
 
-def make_key(secret: bytes, game_type: str, board: int, user_id: int, ply: int, generation: int) -> str:
-    payload = _payload(game_type, board, user_id, ply)
+def make_key(
+    secret: bytes, game_type: str, board: int, user_id: int, ply: int, generation: int, *, versioned: bool = False
+) -> str:
+    """A key for a mail about ``board`` to the user; ``ply`` is the board's
+    version when ``versioned`` (what board mails carry), else a plain number."""
+    payload = _payload(game_type, board, user_id, ply, versioned)
     return base64.b32encode(payload + _mac(secret, payload, generation)).decode().rstrip("=").lower()
 
 
@@ -70,9 +103,11 @@ def decode_key(text: str) -> ReplyKey | None:
         return None
     payload, mac = raw[: _FIELDS.size], raw[_FIELDS.size :]
     kind, board, user, ply = _FIELDS.unpack(payload)
+    versioned = bool(kind & _VERSIONED)
+    kind &= ~_VERSIONED
     if kind >= len(_TYPES) or len(mac) != MAC_BYTES:
         return None
-    return ReplyKey(_TYPES[kind], int.from_bytes(board, "big"), int.from_bytes(user, "big"), ply, payload, mac)
+    return ReplyKey(_TYPES[kind], int.from_bytes(board, "big"), int.from_bytes(user, "big"), ply, payload, mac, versioned)
 
 
 def verify_key(secret: bytes, key: ReplyKey, generation: int) -> bool:

@@ -158,7 +158,7 @@ async def mail_table(ctx: Ctx, table: Table, *, new: bool = False, what: str = "
     user = game.seats[0].user
     web = web_line(ctx, game)
     body = table.text() + web
-    reply_to, key = await ctx.reply_address(game.game_type, game.board_number, user, game.ply)
+    reply_to, key = await ctx.board_reply_address(game, user)
     text = body.rstrip("\n") + "\n\n" + reply_line(table) + "\n"
     if user.addresses and not user.signed_off:
         mail = Mail(list(dict.fromkeys(user.addresses)), subject_of(game, new=new, what=what), text,
@@ -173,7 +173,7 @@ async def reply_to_table(ctx: Ctx, game: Game, headline: str) -> None:
     with the picture when the sender is the player and wants pictures."""
     state, moves = await _state(ctx, game)
     user = game.seats[0].user
-    reply_to, key = await ctx.reply_address(game.game_type, game.board_number, user, game.ply)
+    reply_to, key = await ctx.board_reply_address(game, user)
     table = Table(game, state, moves, headline, [])
     body = table.text().rstrip("\n") + "\n\n" + reply_line(table) + "\n"
     mail = Mail([ctx.sender], subject_of(game), body, for_sender=True, reply_to=reply_to, reply_key=key)
@@ -343,6 +343,7 @@ async def undo(ctx: Ctx, cmd: Command) -> None:
     kept = moves[: len(moves) - count]
     state = rules.replay(game.variant, _deal(game), [m.move for m in kept])
     taken = [m.move for m in moves[len(kept) :]]
+    game.taken_back = (game.taken_back or 0) + game.ply - len(kept)
     game.ply = len(kept)
     if game.status != "active":  # undoing the last move of a game that ended with no move left
         game.status, game.result, game.winner_seat, game.finished_at = "active", None, None, None

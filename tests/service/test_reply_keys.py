@@ -130,7 +130,7 @@ def test_each_bad_reply_answers_clearly_and_changes_nothing(h):
     after_one = board_tpn(h)
     # a second, different reply to the same (now older) mail: outdated, nothing applied
     stale = answer(h, ann0, "e2-e3")
-    assert "has moved on since that mail (ply 0 → 1)" in stale[0].body and key_of(stale[0]) != key_of(ann0)
+    assert "has moved on since that mail (it is at ply 1 now)" in stale[0].body and key_of(stale[0]) != key_of(ann0)
     assert board_tpn(h) == after_one and h.last.status == "error"
     # show and chat accept any valid key of the board, outdated or not
     shown = answer(h, ann0, "show")
@@ -202,3 +202,93 @@ def test_a_subject_alone_is_never_a_command_and_server_mails_answer_no_command(h
     assert "not your turn" in out[0].body
     out = h.send("ben", "Re: Terrace Board 101 ben **", "> only quotes")
     assert "this mail holds no command" in out[0].body and "missing arguments" not in out[0].body
+
+
+# ------------------------------------------------- issue 36: a key does one thing
+def stored_text(h: Harness) -> str:
+    """Everything the outbox holds (bodies and HTML), and the inbound log."""
+    from sqlalchemy import text
+
+    async def run() -> str:
+        async with h.db.reading() as session:
+            rows = (await session.execute(text("SELECT body, coalesce(html, '') FROM outbox"))).all()
+            logged = (await session.execute(text("SELECT * FROM processed_messages"))).all()
+        return "\n".join(f"{a}\n{b}" for a, b in rows) + "\n".join(map(str, logged))
+
+    return h.loop.run_until_complete(run())
+
+
+def test_a_key_is_no_password_for_other_boards_or_other_commands(h):
+    """A whole command in a keyed reply runs as an ordinary mail: a wrong password
+    fails there, on another board as for an account verb."""
+    ann101 = mine(h.send("ann", "terrace challenge ann ben"), "ann")
+    h.send("ann", "terrace challenge ann cat")  # board 102
+    before = board_tpn(h, 102)
+    out = answer(h, ann101, "terrace move 102 ann WRONGPASS d2-e3")
+    assert "the userid or the password is not correct" in out[0].body
+    assert board_tpn(h, 102) == before and "WRONGPASS" not in stored_text(h)
+    for line in ("vacation ann WRONGPASS 3", "showas ann WRONGPASS 102", "signoff ann WRONGPASS"):
+        out = answer(h, ann101, line)
+        assert [r.to for r in out] == ["ann@players.test"], line
+        assert "the userid or the password is not correct" in out[0].body, (line, out[0].body[:300])
+    # with the right password, the command is what it would be in any mail
+    assert "ann played" in mine(answer(h, ann101, "terrace move 102 ann pw-ann d2-e3"), "cat").body
+
+
+def test_a_password_in_a_keyed_reply_is_never_chatted_or_stored(h):
+    ann0 = mine(h.send("ann", "terrace challenge ann ben"), "ann")
+    secret_lines = [
+        "change password ann pw-ann NEWSECRET1",
+        "signoff ann pw-ann",
+        "change keys ann pw-ann",
+        "message ben pw-ann hello there",
+        "delete ann pw-ann",
+        "terrace move 101 ann pw-ann " + " ".join(["flip"] * 250),
+    ]
+    for line in secret_lines:
+        out = answer(h, ann0, line)
+        assert all(r.to == "ann@players.test" for r in out if "pw-ann" in r.body), line
+        assert not any(r.to.startswith("ben@") and "chat" in r.subject.lower() for r in out), line
+    # below a move, as its comment: masked
+    ann0 = mine(h.send("ann", "terrace show 101"), "ann")
+    out = answer(h, ann0, "d2-e3\nchange password ann pw-ann NEWSECRET2")
+    ben = mine(out, "ben")
+    assert "ann played" in ben.body and "NEWSECRET2" not in ben.body and "change password ann ********" in ben.body
+    stored = stored_text(h)
+    assert "pw-ann" not in stored and "NEWSECRET" not in stored
+
+
+def test_a_key_never_becomes_valid_again_after_an_undo(h):
+    """The board mail of a ply that was taken back does not carry the same key as
+    the new one, and a reply to it changes nothing."""
+    first = h.send("ann", "terrace challenge ann ben")
+    ann0 = mine(first, "ann")
+    after_move = answer(h, ann0, "d2-e3")
+    ben1 = mine(after_move, "ben")
+    ann1 = mine(answer(h, ben1, "undo"), "ann")  # ben asks to take ann's move back
+    out = answer(h, ann1, "accept")
+    assert board_tpn(h).endswith(" 1"), [r.body[:200] for r in out]
+    fresh = mine(h.send("ann", "terrace show 101"), "ann")
+    assert key_of(fresh) != key_of(ann0)
+    stale = answer(h, ann0, "e2-e3")
+    assert "has moved on since that mail" in stale[0].body and board_tpn(h).endswith(" 1")
+    assert "ann played" in mine(answer(h, fresh, "e2-e3"), "ben").body
+
+
+def test_keys_made_before_board_versions_still_work(h):
+    """A key issued before issue 36 named the ply: it is still read so."""
+    from pbmserv_terrace.service.replykeys import key_address
+
+    ann0 = mine(h.send("ann", "terrace challenge ann ben"), "ann")
+
+    async def secret() -> bytes:
+        from pbmserv_terrace.store import UnitOfWork
+
+        async with UnitOfWork(h.db) as uow:
+            value = await uow.secrets.get("reply_keys")
+            assert value is not None
+            return bytes.fromhex(value)
+
+    old = make_key(h.loop.run_until_complete(secret()), "terrace", 101, decode_key(key_of(ann0)).user_id, 0, 0)
+    legacy = Reply(ann0.to, ann0.subject, ann0.body, {**ann0.headers, "reply-to": key_address(SERVER, old)})
+    assert "ann played" in mine(answer(h, legacy, "d2-e3"), "ben").body
