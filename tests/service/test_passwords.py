@@ -63,21 +63,22 @@ def test_a_user_signed_up_before_argon2_keeps_their_password_and_is_rehashed_on_
 
 
 def test_cache_remembers_successes_only_keyed_by_hmac():
-    stored = hash_password("pw")
+    stored = hash_password("horse-battery")
 
     async def run() -> PasswordCache:
         cache = PasswordCache(b"k" * 32)
-        assert not await cache.check_async("ann", stored, "wrong")
-        assert await cache.check_async("ann", stored, "pw")  # a miss: argon2id
-        assert await cache.check_async("ann", stored, "pw")  # a hit
-        assert not await cache.check_async("ann", stored, "wrong")  # failures are never cached
-        assert not cache.check("ann", hash_password("pw2"), "pw")  # a changed password (new hash) misses
+        assert not await cache.check_async("annabel-lee", stored, "wrong")
+        assert await cache.check_async("annabel-lee", stored, "horse-battery")  # a miss: argon2id
+        assert await cache.check_async("annabel-lee", stored, "horse-battery")  # a hit
+        assert not await cache.check_async("annabel-lee", stored, "wrong")  # failures are never cached
+        assert not cache.check("annabel-lee", hash_password("horse-battery-2"), "horse-battery")  # a changed password (new hash) misses
         return cache
 
     cache = asyncio.run(run())
     assert cache.hits == 1 and cache.misses == 4
     assert cache.verifications == 4  # every miss ran the slow hash; the hit did not
-    assert all(b"pw" not in token and b"ann" not in token for token in cache._seen)
+    # (long strings: a short one, "pw", turned up in the random-looking tokens by chance, 1 run in ~500)
+    assert all(b"horse-battery" not in token and b"annabel-lee" not in token for token in cache._seen)
 
 
 def test_warm_starts_one_check_that_the_command_then_joins(monkeypatch):
