@@ -8,6 +8,15 @@ up, and the process collector's CPU, memory and file descriptors) and answered
 in the Prometheus text format.
 ``/healthz`` only reads: it never takes SQLite's write lock, so it answers while
 mail is being handled.
+
+:class:`LoopMonitor` watches the event loop that takes mail (issue 36): a beat
+every 50 ms measures its own oversleep (``pbmserv_event_loop_lag_seconds``), and
+a watchdog thread notices a beat that does not come within 100 ms and notes
+where the loop's thread is then; when the loop is free again the step that held
+it is logged as a warning with that place (at most one warning every 10 s, with
+the number of others since; ``pbmserv_event_loop_stalls_total`` counts them
+all).  asyncio's own ``slow_callback_duration`` would say which callback it was,
+but it is only looked at in debug mode, which costs every callback.
 """
 
 from __future__ import annotations
@@ -15,7 +24,10 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import sys
+import threading
 import time
+import traceback
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, PlatformCollector, ProcessCollector
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
@@ -25,6 +37,14 @@ from ..store.repos import Outbox
 
 log = logging.getLogger("pbmserv.health")
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+BEAT = 0.05
+"""seconds between the loop monitor's beats"""
+STALL = 0.1
+"""a step that holds the event loop longer than this is logged"""
+STALL_LOG_EVERY = 10.0
+"""seconds: at most one stall warning this often (the others are counted)"""
+STILL_STALLED = 5.0
+"""seconds: a loop held this long is told while it is still held"""
 
 
 class Metrics:
@@ -63,6 +83,17 @@ class Metrics:
         self.outbox_pending = Gauge("pbmserv_outbox_pending", "Replies waiting in the outbox", registry=self.registry)
         self.inbound_connected = Gauge(
             "pbmserv_inbound_connected", "1 while the inbound mail connection is up", registry=self.registry
+        )
+        self.loop_lag = Histogram(
+            "pbmserv_event_loop_lag_seconds",
+            f"How late the event loop ran a callback due every {BEAT:g} s (its lag), in seconds",
+            buckets=LATENCY_BUCKETS,
+            registry=self.registry,
+        )
+        self.loop_stalls = Counter(
+            "pbmserv_event_loop_stalls",
+            f"Times the event loop was held over {STALL * 1000:.0f} ms at a stretch",
+            registry=self.registry,
         )
         self.started = Gauge("pbmserv_start_time_seconds", "When this server started (Unix time)", registry=self.registry)
         self.started.set(time.time())
@@ -151,3 +182,88 @@ class HealthEndpoint:
             log.debug("health request failed", exc_info=True)
         finally:
             writer.close()
+
+
+class LoopMonitor:
+    """The event loop's lag and its stalls (see the module's text): :meth:`start`
+    on the loop, :meth:`stop` at the end."""
+
+    def __init__(self, metrics: Metrics, *, beat: float = BEAT, stall: float = STALL, log_every: float = STALL_LOG_EVERY):
+        self.metrics, self.beat, self.stall, self.log_every = metrics, beat, stall, log_every
+        self.noticed = threading.Event()
+        """set by the watchdog when it finds the loop held (tests wait for it)"""
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._handle: asyncio.TimerHandle | None = None
+        self._due = 0.0
+        self._last_beat = time.monotonic()
+        self._where: tuple[float, str] = (0.0, "")
+        """(the beat it came after, where the loop's thread was) when the watchdog found it held"""
+        self._thread_id = 0
+        self._stopped = threading.Event()
+        self._watchdog: threading.Thread | None = None
+        self._next_log = 0.0
+        self._unlogged = 0
+
+    def start(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._thread_id = threading.get_ident()
+        self._last_beat = time.monotonic()
+        self._due = self._loop.time() + self.beat
+        self._handle = self._loop.call_at(self._due, self._on_beat)
+        self._watchdog = threading.Thread(target=self._watch, name="loop-watchdog", daemon=True)
+        self._watchdog.start()
+
+    def stop(self) -> None:
+        self._stopped.set()
+        if self._handle is not None:
+            self._handle.cancel()
+        if self._watchdog is not None:
+            self._watchdog.join(5)
+
+    def _on_beat(self) -> None:
+        assert self._loop is not None
+        now = self._loop.time()
+        lag = max(0.0, now - self._due)
+        after, where = self._where
+        place = where if after == self._last_beat else ""  # (not a note of an earlier stall's)
+        self._last_beat = time.monotonic()
+        self.metrics.loop_lag.observe(lag)
+        if lag > self.stall:
+            self._stalled(lag, place)
+        self._due = now + self.beat
+        self._handle = self._loop.call_at(self._due, self._on_beat)
+
+    def _stalled(self, lag: float, where: str) -> None:
+        self.metrics.loop_stalls.inc()
+        clock = time.monotonic()
+        if clock < self._next_log:
+            self._unlogged += 1
+            return
+        others = f" ({self._unlogged} more since the last warning)" if self._unlogged else ""
+        log.warning("a step held the event loop for %.0f ms%s%s", lag * 1000, f", at {where}" if where else "", others)
+        self._next_log, self._unlogged = clock + self.log_every, 0
+
+    def _watch(self) -> None:
+        """The watchdog thread: notes where the loop's thread is when a beat is
+        overdue by ``stall`` (and says so if it stays held STILL_STALLED)."""
+        told = 0.0
+        while not self._stopped.wait(self.beat / 2):
+            last = self._last_beat
+            held = time.monotonic() - last - self.beat
+            if held <= self.stall:
+                told = 0.0
+                continue
+            if self._where[0] != last:
+                self._where = (last, self._place())
+                self.noticed.set()
+            if held - told > STILL_STALLED:
+                told = held
+                log.warning("the event loop has been held for %.1f s so far, at %s", held, self._where[1] or "?")
+
+    def _place(self) -> str:
+        """The innermost frames of the loop's thread now, one line."""
+        frame = sys._current_frames().get(self._thread_id)
+        if frame is None:
+            return ""
+        frames = traceback.extract_stack(frame, limit=6)
+        return " < ".join(f"{f.name} ({f.filename.rsplit('/', 1)[-1]}:{f.lineno})" for f in reversed(frames))

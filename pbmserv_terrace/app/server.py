@@ -29,7 +29,7 @@ from ..service import HandleResult, Service
 from ..store import Database, InboundQueue, QueueListener
 from ..web import create_app, listen_socket, serve_web
 from .batching import Expected, GroupCommit
-from .health import HealthEndpoint, Metrics
+from .health import HealthEndpoint, LoopMonitor, Metrics
 from .ordering import KeyedRunner
 from .pipe import save_failed
 from .robots import RobotPlayer
@@ -321,11 +321,14 @@ class Server:
             self._health = HealthEndpoint(self.db, self.metrics, "imap" if cfg.uses_imap else "embedded-smtp")
             await self._health.start("127.0.0.1", cfg.server.health_port)
             log.info("health endpoint on http://127.0.0.1:%d/healthz and /metrics", cfg.server.health_port)
+        monitor = LoopMonitor(self.metrics)  # the loop's lag on /metrics, a warning for a step over 100 ms
+        monitor.start()
         if not cfg.uses_imap:
             self.embedded = EmbeddedInbound(cfg.embedded.listen_host, cfg.embedded.listen_port, self._embedded_handle)
             try:
                 await self.embedded.start()
             except OSError:
+                monitor.stop()
                 if self._health is not None:
                     self._health.close()
                 await self.db.close()
@@ -388,6 +391,7 @@ class Server:
         await asyncio.gather(*pending, return_exceptions=True)
         if self._health is not None:
             self._health.close()
+        monitor.stop()
         await self.db.close()
         log.info("stopped")
 
