@@ -16,8 +16,8 @@ from ..gametypes import game_title
 from ..store.archive import Archive, GameRow, ListedGame, MoveRow
 from . import tableview
 from .boardview import frames, replay, status_lines, text_record
-from .pages import PLAYER_GAMES, board_url, is_solitaire, load_board, outcome_for
-from .site import FINAL_MAX_AGE, LIVE_MAX_AGE, NotFound, cached, site_of
+from .pages import PLAYER_GAMES, board_url, board_view, is_solitaire, outcome_for, userid_of
+from .site import NotFound, cached, site_of
 
 ATOM = "application/atom+xml; charset=utf-8"
 
@@ -28,27 +28,27 @@ def stamp(when: datetime) -> str:
 
 
 async def board_text(request: Request) -> Response:
-    site = site_of(request)
-    async with site.db.reading() as session:
-        game, moves, _ratings = await load_board(Archive(session), request)
+    return await board_view(request, "txt", render_text)
+
+
+def render_text(
+    request: Request, game: GameRow, moves: list[MoveRow], ratings: dict[str, float], ply: int
+) -> tuple[str, str, str]:
     if is_solitaire(game.game_type):
         record = tableview.text_record(game, moves, tableview.replay(game, moves, game.ply))
     else:
         record = text_record(game, moves, replay(game, moves, game.ply).pos)
-    max_age = LIVE_MAX_AGE if game.status == "active" else FINAL_MAX_AGE
-    return cached(
-        request,
-        record,
-        key=f"{game.game_type}-{game.board_number}-{game.ply}-txt",
-        media_type="text/plain; charset=utf-8",
-        max_age=max_age,
-    )
+    return record, f"{game.game_type}-{game.board_number}-{game.ply}-txt", "text/plain; charset=utf-8"
 
 
 async def board_feed(request: Request) -> Response:
+    return await board_view(request, "atom", render_feed)
+
+
+def render_feed(
+    request: Request, game: GameRow, moves: list[MoveRow], ratings: dict[str, float], ply: int
+) -> tuple[str, str, str]:
     site = site_of(request)
-    async with site.db.reading() as session:
-        game, moves, _ratings = await load_board(Archive(session), request)
     base = site.base(request)
     entries = []
     for m, (title, summary) in zip(moves, ply_entries(game, moves), strict=True):
@@ -72,7 +72,7 @@ async def board_feed(request: Request) -> Response:
         updated=stamp(updated),
         entries=entries,
     )
-    return cached(request, feed, key=f"{game.game_type}-{game.board_number}-{game.ply}-atom", media_type=ATOM)
+    return feed, f"{game.game_type}-{game.board_number}-{game.ply}-atom", ATOM
 
 
 def ply_entries(game: GameRow, moves: list[MoveRow]) -> list[tuple[str, str]]:
@@ -98,7 +98,7 @@ def who(game: GameRow | ListedGame) -> str:
 
 async def player_feed(request: Request) -> Response:
     site = site_of(request)
-    wanted = str(request.path_params["userid"])
+    wanted = userid_of(request)
     async with site.db.reading() as session:
         archive = Archive(session)
         user = await archive.user(wanted)

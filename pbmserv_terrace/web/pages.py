@@ -4,6 +4,10 @@ and renders an autoescaped template; nothing a template sees holds an address.""
 
 from __future__ import annotations
 
+import dataclasses
+import time
+from collections.abc import Callable
+
 from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
 
@@ -15,13 +19,18 @@ from . import tableview
 from .boardview import latest_comment, move_rounds, players, replay, status_lines, to_move
 from .charts import rating_chart
 from .picture import inline_svg
-from .site import FINAL_MAX_AGE, LIVE_MAX_AGE, NotFound, cached, site_of
+from .site import FINAL_MAX_AGE, HOME_TTL, LIVE_MAX_AGE, NotFound, Page, Site, cached, site_of
 
 FRONT_ACTIVE, FRONT_FINISHED, PLAYER_GAMES = 30, 20, 300
 STANDINGS_TOP = 10
 """players of a solitaire shown on /standings (all on /standings/{type})"""
 PLAYER_PAGES_KEPT = 256
 """rendered player pages kept (about 30 KB each for a player of a hundred games)"""
+MAX_BOARD = 2**31 - 1
+"""the highest board number there can be (the column is a 32-bit integer on PostgreSQL):
+a higher one in a URL is a 404 before any statement"""
+MAX_PLY_DIGITS = 9
+MAX_USERID = 64
 HELP_TOPICS = (("General", "help_general.txt"), ("Commands", "help_commands.txt"), ("Rules", "help_terrace.txt"),
                ("Tutorial", "help_tutorial.txt"))  # fmt: skip
 
@@ -43,27 +52,80 @@ def board_url(game: GameRow | ListedGame | tuple[str, int], ply: int | None = No
     return f"/boards/{game_type}/{number}" + ("" if ply is None else f"?ply={ply}")
 
 
-async def load_board(archive: Archive, request: Request) -> tuple[GameRow, list[MoveRow], dict[str, float]]:
-    """The board named by the path, its moves and its players' ratings (two statements)."""
+def userid_of(request: Request) -> str:
+    """The userid of the path; one that no account can have (control characters, which
+    PostgreSQL refuses in a statement, or too long) is a 404 before any statement."""
+    wanted = str(request.path_params["userid"])
+    if len(wanted) > MAX_USERID or not wanted.isprintable():
+        raise NotFound(f"a player called '{wanted[:40].encode('unicode_escape').decode()}'")
+    return wanted
+
+
+def board_address(request: Request) -> tuple[str, int]:
+    """(game type, board number) of the path; a number no board can have is a 404."""
     game_type, number = game_type_of(request), int(request.path_params["number"])
-    found = await archive.game(game_type, number)
-    if found is None:
-        raise NotFound(f"{game_title(game_type)} board {number}: there is no such board")
-    game, ratings = found
-    return game, await archive.moves(game.id), ratings
+    if not 0 < number <= MAX_BOARD:
+        raise NotFound(f"{game_title(game_type)} board {str(number)[:12]}: there is no such board")
+    return game_type, number
 
 
-def requested_ply(request: Request, game: GameRow) -> int:
-    raw = request.query_params.get("ply")
+def requested_ply(raw: str | None, game: GameRow) -> int:
+    """The ply of ``?ply=`` (ASCII digits, at most the board's ply), else the board's own."""
     if raw is None or raw == "":
         return game.ply
-    if not raw.isdigit() or int(raw) > game.ply:
+    if not (raw.isascii() and raw.isdigit() and len(raw) <= MAX_PLY_DIGITS) or int(raw) > game.ply:
         raise NotFound(f"ply {raw[:12]} of {game_title(game.game_type)} board {game.board_number} (it has plies 0 to {game.ply})")
     return int(raw)
 
 
-async def home(request: Request) -> Response:
+BoardRender = Callable[[Request, GameRow, list[MoveRow], dict[str, float], int], tuple[str, str, str]]
+"""(request, board, moves, ratings, ply) → (body, ETag key, media type) of one view of a board"""
+
+
+async def board_view(request: Request, kind: str, render: BoardRender, *, by_ply: bool = False) -> Response:
+    """A view of a board (``kind``: its page, its text, its feed), kept (see :mod:`.site`):
+    a finished board's view is served without a statement until it is FINAL_MAX_AGE old,
+    a live board's while its row and ratings are the same (one statement)."""
     site = site_of(request)
+    game_type, number = board_address(request)
+    raw = (request.query_params.get("ply") or None) if by_ply else None
+    key = (kind, game_type, number, raw, site.base(request) if kind == "atom" else "")
+    page = site.pages.fresh(key)
+    if page is None:
+        page = await site.pages.once(key, lambda: _make_board_view(request, site, key, render))
+    return page.response(request)
+
+
+async def _make_board_view(request: Request, site: Site, key: tuple[str, str, int, str | None, str], render: BoardRender) -> Page:
+    _kind, game_type, number, raw, _base = key
+    async with site.db.reading() as session:
+        archive = Archive(session)
+        found = await archive.game(game_type, number)
+        if found is None:
+            raise NotFound(f"{game_title(game_type)} board {number}: there is no such board")
+        game, ratings = found
+        ply = requested_ply(raw, game)
+        final = game.status != "active"
+        state = (game, ratings)
+        kept = site.pages.get(key)
+        if kept is not None and kept.state == state:
+            return dataclasses.replace(kept, until=time.monotonic() + FINAL_MAX_AGE) if final else kept
+        moves = await archive.moves(game.id)
+    body, etag_key, media_type = render(request, game, moves, ratings, ply)
+    return Page.of(body, key=etag_key, media_type=media_type, max_age=FINAL_MAX_AGE if final else LIVE_MAX_AGE,
+                   state=state, ttl=FINAL_MAX_AGE if final else 0.0)  # fmt: skip
+
+
+async def home(request: Request) -> Response:
+    """The front page, rendered at most once every HOME_TTL seconds."""
+    site = site_of(request)
+    page = site.pages.fresh(("home",))
+    if page is None:
+        page = await site.pages.once(("home",), lambda: _make_home(site))
+    return page.response(request)
+
+
+async def _make_home(site: Site) -> Page:
     types = []
     async with site.db.reading() as session:
         archive = Archive(session)
@@ -80,18 +142,26 @@ async def home(request: Request) -> Response:
                     "finished": await archive.recent_finished(game_type, FRONT_FINISHED),
                 }
             )
-    return cached(request, site.render("home.html", types=types, board_url=board_url), key="home")
+    return Page.of(site.render("home.html", types=types, board_url=board_url), key="home", ttl=HOME_TTL)
 
 
 async def help_page(request: Request) -> Response:
+    """The help: templates only, rendered once."""
     site = site_of(request)
+    page = site.pages.fresh(("help",))
+    if page is None:
+        page = await site.pages.once(("help",), lambda: _make_help(site))
+    return page.response(request)
+
+
+async def _make_help(site: Site) -> Page:
     kind = GAME_TYPES[DEFAULT_GAME_TYPE]
     values = {"server_name": site.server_name, "address": "the server's address", "title": kind.title,
               "n": kind.board_size, "board": render_board(start_position("long", kind.board_size)),
               "heights": height_map(kind.board_size)}  # fmt: skip
     sections = [(name, render(template, **values)) for name, template in HELP_TOPICS]
     sections += [(kind.title, kind.solitaire.help_text()) for kind in GAME_TYPES.values() if kind.family == "solitaire"]
-    return cached(request, site.render("help.html", sections=sections), key="help", max_age=FINAL_MAX_AGE)
+    return Page.of(site.render("help.html", sections=sections), key="help", max_age=FINAL_MAX_AGE, ttl=float("inf"))
 
 
 async def standings(request: Request) -> Response:
@@ -175,11 +245,13 @@ async def board_redirect(request: Request) -> Response:
 
 
 async def board(request: Request) -> Response:
+    return await board_view(request, "html", render_board_page, by_ply=True)
+
+
+def render_board_page(
+    request: Request, game: GameRow, moves: list[MoveRow], ratings: dict[str, float], ply: int
+) -> tuple[str, str, str]:
     site = site_of(request)
-    async with site.db.reading() as session:
-        archive = Archive(session)
-        game, moves, ratings = await load_board(archive, request)
-    ply = requested_ply(request, game)
     if is_solitaire(game.game_type):
         html = solitaire_board(request, game, moves, ply)
     else:
@@ -200,8 +272,7 @@ async def board(request: Request) -> Response:
             to_move=to_move(game),
             size=board_size(game.game_type),
         )
-    max_age = LIVE_MAX_AGE if game.status == "active" else FINAL_MAX_AGE
-    return cached(request, html, key=f"{game.game_type}-{game.board_number}-{ply}", max_age=max_age)
+    return html, f"{game.game_type}-{game.board_number}-{ply}", "text/html; charset=utf-8"
 
 
 def solitaire_board(request: Request, game: GameRow, moves: list[MoveRow], ply: int) -> str:
@@ -243,7 +314,7 @@ async def player(request: Request) -> Response:
     page is rendered again only when what it shows changed (a game row, a rating, a chart
     point), since rendering a hundred rows costs more than reading them."""
     site = site_of(request)
-    wanted = str(request.path_params["userid"])
+    wanted = userid_of(request)
     async with site.db.reading() as session:
         archive = Archive(session)
         user = await archive.player(wanted)

@@ -1,0 +1,290 @@
+"""The archive on the open internet (issue 36): numbers and names no board or player can
+have are 404s before any statement, every error answer carries the security headers and
+no traceback, a server error is one log line (its traceback once per place), overload is
+a quick 503 with Retry-After, and pages that cannot have changed are served from memory."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import httpx
+import pytest
+from sqlalchemy import event
+from starlette.types import Receive, Scope, Send
+
+from pbmserv_terrace.store import UnitOfWork
+from pbmserv_terrace.store.archive import Archive
+from pbmserv_terrace.web.app import Gate
+
+from .conftest import Site
+from .test_routes import check_headers
+
+HOSTILE_PATHS = [
+    "/boards/terrace/99999999999999999999",
+    "/boards/terrace/99999999999999999999.txt",
+    "/boards/terrace/99999999999999999999/feed.atom",
+    "/boards/terrace6x6/9223372036854775808",
+    "/boards/terrace/2147483648",
+    "/boards/terrace/0",
+    "/boards/terrace/-1",
+    "/boards/terrace/1e5",
+    "/boards/terrace/0x65",
+    "/boards/terrace/101?ply=99999999999999999999",
+    "/boards/terrace/101?ply=%C2%B2",  # '²' is a digit to str.isdigit, not to int()
+    "/boards/terrace/101?ply=%D9%A1",  # an Arabic-Indic one
+    "/boards/terrace/101?ply=-1",
+    "/players/%00",
+    "/players/a%00b/feed.atom",
+    "/players/%1b%5b31m",
+    "/players/" + "x" * 5000,
+    "/static/../pbmserv.db",
+    "/static/%2e%2e/app.py",
+]
+NO_STATEMENT = [p for p in HOSTILE_PATHS if "ply=" not in p]
+"""no board or player can be there: answered without asking the database"""
+
+
+@contextmanager
+def statements(site: Site) -> Iterator[list[str]]:
+    """The SELECT statements run on the site's database meanwhile."""
+    seen: list[str] = []
+
+    def count(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+        if statement.lstrip().upper().startswith("SELECT"):
+            seen.append(statement)
+
+    event.listen(site.db.engine.sync_engine, "before_cursor_execute", count)
+    try:
+        yield seen
+    finally:
+        event.remove(site.db.engine.sync_engine, "before_cursor_execute", count)
+
+
+def test_numbers_and_names_no_board_or_player_can_have_are_404(site: Site) -> None:
+    async def scenario(client: httpx.AsyncClient) -> list[httpx.Response]:
+        out = []
+        for path in HOSTILE_PATHS:
+            response = await client.get(path)
+            if response.status_code == 308:  # /boards/N → /boards/terrace/N
+                response = await client.get(response.headers["location"])
+            out.append(response)
+        out.append(await client.get(f"/boards/{'9' * 20}", follow_redirects=True))
+        return out
+
+    responses = site.run(scenario)
+    for path, response in zip([*HOSTILE_PATHS, "/boards/9…"], responses, strict=True):
+        assert response.status_code == 404, (path, response.status_code, response.text[:300])
+        check_headers(response)
+        assert "Traceback" not in response.text and "Error" not in response.text.split("<h1>")[1][:20]
+
+    async def no_statement(client: httpx.AsyncClient) -> set[int]:
+        return {(await client.get(path)).status_code for path in NO_STATEMENT}
+
+    with statements(site) as seen:
+        assert site.run(no_statement) == {404}
+    assert seen == []
+
+
+def test_405_and_unknown_paths_carry_the_headers(site: Site) -> None:
+    async def scenario(client: httpx.AsyncClient) -> list[httpx.Response]:
+        return [await client.post("/"), await client.delete("/boards/terrace/101"), await client.get("/no/such/page")]
+
+    post, delete, missing = site.run(scenario)
+    for response in (post, delete):
+        assert response.status_code == 405
+        assert "GET" in response.headers["allow"]
+        check_headers(response)
+    assert missing.status_code == 404
+    check_headers(missing)
+
+
+def test_a_server_error_is_a_500_page_and_one_log_line(
+    site: Site, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    game_type, number = site.filled.boards["live"]
+
+    async def broken(self: Archive, *args: object) -> None:
+        raise RuntimeError("the database said something odd")
+
+    monkeypatch.setattr(Archive, "game", broken)
+
+    async def scenario(client: httpx.AsyncClient) -> list[httpx.Response]:
+        return [await client.get(f"/boards/{game_type}/{number}{tail}") for tail in ("", "", "", ".txt")]
+
+    with caplog.at_level(logging.INFO):
+        responses = site.run(scenario)
+    for response in responses:
+        assert response.status_code == 500
+        check_headers(response)
+        assert response.headers["cache-control"] == "no-store"
+        assert "Traceback" not in response.text and "RuntimeError" not in response.text and "odd" not in response.text
+    errors = [r for r in caplog.records if r.levelno >= logging.ERROR]
+    assert len(errors) == 4, [r.getMessage() for r in errors]  # one line per request
+    assert all("RuntimeError" in r.getMessage() and "500" in r.getMessage() for r in errors)
+    assert [r.exc_info is not None for r in errors] == [True, False, False, False]  # one traceback per place
+    assert all("\n" not in r.getMessage() for r in errors)
+
+
+def test_an_error_after_the_answer_began_is_logged_not_raised(caplog: pytest.LogCaptureFixture) -> None:
+    """Outermost never lets an exception reach the server (uvicorn would log it whole)."""
+    from pbmserv_terrace.web.app import ErrorLog, Outermost
+
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        raise ValueError("half-way")
+
+    sent: list[dict[str, Any]] = []
+
+    async def send(message: Any) -> None:
+        sent.append(message)
+
+    async def receive() -> Any:
+        return {"type": "http.request"}
+
+    with caplog.at_level(logging.ERROR):
+        asyncio.run(Outermost(app, ErrorLog())({"type": "http", "method": "GET", "path": "/x\n"}, receive, send))
+    assert sent[0]["status"] == 200 and b"x-frame-options" in dict(sent[0]["headers"])
+    assert len(caplog.records) == 1 and "ValueError" in caplog.records[0].getMessage()
+    assert "\n" not in caplog.records[0].getMessage()
+
+
+def test_overload_is_a_quick_503_with_retry_after() -> None:
+    """One request in the app, one waiting: a third is refused at once, the waiting one
+    when its wait runs out; once the first is done the gate lets requests in again."""
+    release = asyncio.Event()
+    entered: list[str] = []
+
+    async def slow(scope: Scope, receive: Receive, send: Send) -> None:
+        entered.append(scope["path"])
+        if scope["path"] == "/hold":
+            await release.wait()
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"ok"})
+
+    async def scenario() -> tuple[list[httpx.Response], httpx.Response, Gate]:
+        gate = Gate(slow, active=1, waiting=1, max_wait=0.2)
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=gate), base_url="http://t") as client:
+            held = asyncio.create_task(client.get("/hold"))
+            while not entered:
+                await asyncio.sleep(0)
+            waiting = asyncio.create_task(client.get("/waits"))
+            await asyncio.sleep(0.01)
+            refused = await client.get("/refused")  # the queue is full: answered at once
+            timed_out = await waiting  # waited its 0.2 s
+            release.set()
+            first = await held
+            after = await client.get("/after")
+        return [refused, timed_out, first], after, gate
+
+    (refused, timed_out, first), after, gate = asyncio.run(scenario())
+    assert first.status_code == 200 and after.status_code == 200
+    for response in (refused, timed_out):
+        assert response.status_code == 503
+        assert int(response.headers["retry-after"]) > 0
+        assert response.headers["cache-control"] == "no-store"
+    assert entered == ["/hold", "/after"]
+    assert gate.refused == 2 and gate.active == 0 and not gate.queue
+
+
+def test_the_gate_hands_turns_on_in_order() -> None:
+    order: list[int] = []
+
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        order.append(int(scope["path"][1:]))
+        await asyncio.sleep(0)
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b""})
+
+    async def scenario() -> list[int]:
+        gate = Gate(app, active=2, waiting=100, max_wait=60)
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=gate), base_url="http://t") as client:
+            responses = await asyncio.gather(*(client.get(f"/{i}") for i in range(20)))
+        assert gate.active == 0 and not gate.queue
+        return [r.status_code for r in responses]
+
+    assert asyncio.run(scenario()) == [200] * 20
+    assert sorted(order) == list(range(20))
+
+
+def test_the_archive_answers_503_with_security_headers_when_full(site: Site) -> None:
+    async def scenario(client: httpx.AsyncClient) -> httpx.Response:
+        app = client._transport.app  # type: ignore[attr-defined]
+        await client.get("/")  # builds the middleware stack
+        gate = app.gate
+        gate.limit = 0
+        gate.max_waiting = 0
+        return await client.get("/")
+
+    response = site.run(scenario)
+    assert response.status_code == 503 and response.headers["retry-after"]
+    check_headers(response)
+
+
+def test_a_finished_board_is_served_from_memory_a_live_one_after_one_statement(site: Site) -> None:
+    finished_type, finished = site.filled.boards["four"]
+    live_type, live = site.filled.boards["live"]
+
+    async def scenario(client: httpx.AsyncClient) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for name, path in (("finished", f"/boards/{finished_type}/{finished}"), ("live", f"/boards/{live_type}/{live}"),
+                           ("text", f"/boards/{finished_type}/{finished}.txt"), ("home", "/"), ("help", "/help")):  # fmt: skip
+            first = await client.get(path)
+            with statements(site) as seen:
+                again = await client.get(path)
+                repeat = await client.get(path, headers={"If-None-Match": first.headers["etag"]})
+            out[name] = (first, again, repeat, list(seen))
+        return out
+
+    out = site.run(scenario)
+    for name, (first, again, repeat, seen) in out.items():
+        assert first.status_code == again.status_code == 200, name
+        assert again.content == first.content and again.headers["etag"] == first.headers["etag"], name
+        assert repeat.status_code == 304, name
+        expected = 2 if name == "live" else 0  # a live board: its row (and ratings) once per request
+        assert len(seen) == expected, (name, seen)
+    assert "max-age=300" in out["finished"][0].headers["cache-control"]
+    assert "max-age=15" in out["live"][0].headers["cache-control"]
+
+
+def test_a_live_board_page_follows_a_change_of_its_row(site: Site) -> None:
+    """Kept live pages are compared with the board's row: votes, a comment, a resignation
+    pending each show at once."""
+    game_type, number = site.filled.boards["live"]
+    path = f"/boards/{game_type}/{number}"
+
+    async def scenario(client: httpx.AsyncClient) -> tuple[str, str]:
+        before = (await client.get(path)).text
+        async with UnitOfWork(site.db) as uow:
+            game = await uow.games.get(game_type, number, lock=True)
+            assert game is not None
+            game.draw_votes = [1]
+            await uow.commit()
+        return before, (await client.get(path)).text
+
+    before, after = site.run(scenario)
+    assert "A draw has been proposed" not in before and "A draw has been proposed" in after
+
+
+def test_many_requests_for_one_page_render_it_once(site: Site, monkeypatch: pytest.MonkeyPatch) -> None:
+    from pbmserv_terrace.web import pages
+
+    game_type, number = site.filled.boards["three"]
+    renders: list[int] = []
+    real = pages.render_board_page
+
+    def counting(*args: Any) -> tuple[str, str, str]:
+        renders.append(1)
+        return real(*args)
+
+    monkeypatch.setattr(pages, "render_board_page", counting)
+
+    async def scenario(client: httpx.AsyncClient) -> set[int]:
+        responses = await asyncio.gather(*(client.get(f"/boards/{game_type}/{number}") for _ in range(30)))
+        return {r.status_code for r in responses}
+
+    assert site.run(scenario) == {200}
+    assert len(renders) == 1
