@@ -56,8 +56,11 @@ def never_answer(mail: InboundMail, server_address: str) -> str | None:
         return "mailing-list mail (List-Id)"
     if "x-autoreply" in mail.headers:
         return "X-Autoreply"
-    if mail.headers.get("return-path", "").strip() == "<>" and not mail.sender:
-        return "bounce (null return path)"
+    suppress = mail.headers.get("x-auto-response-suppress", "").lower()
+    if any(word in suppress for word in ("all", "autoreply", "oof")):
+        return f"X-Auto-Response-Suppress: {suppress[:40]}"  # (what every mail we send carries)
+    if mail.headers.get("return-path", "").strip() == "<>":
+        return "null return path (a bounce or an automatic mail)"
     if mail.is_report:
         return "delivery or disposition report"
     if not mail.sender or "@" not in mail.sender:
@@ -65,9 +68,15 @@ def never_answer(mail: InboundMail, server_address: str) -> str | None:
     local = mail.sender.split("@", 1)[0].lower()
     if local in ("mailer-daemon", "postmaster", "mailer_daemon", "noreply", "no-reply"):
         return f"system sender {mail.sender}"
-    if mail.sender.lower() == server_address.lower():
+    if _untagged(mail.sender) == _untagged(server_address):
         return "mail from the server's own address"
     return None
+
+
+def _untagged(address: str) -> str:
+    """``local+tag@domain`` → ``local@domain``, lower-case (our own +KEY addresses are us)."""
+    local, _, domain = address.lower().rpartition("@")
+    return f"{local.split('+', 1)[0]}@{domain}"
 
 
 ADDRESS = re.compile(r"^[A-Za-z0-9.!#$%&'*+/=?^_`{|}~-]+@[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?$")

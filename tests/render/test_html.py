@@ -113,3 +113,13 @@ def test_colour_swatches_and_inline_css_only() -> None:
 def test_no_comment_no_comment_block() -> None:
     out, _ = render(comments=[CommentView("x", "")])
     assert "writes:" not in out
+
+
+def test_bidi_controls_in_player_text_stay_inside_their_element() -> None:
+    """Issue 36: a U+202E (right-to-left override) in a comment or a name must not
+    reverse the text after it: each is isolated (<bdi>, dir=auto)."""
+    out, parsed = render(comments=[CommentView("eve\u202e", "evil \u202etxt.exe\nnext line")])
+    assert parsed.named("bdi") and "eve\u202e</bdi> writes:" in out
+    block = [attrs for attrs in parsed.named("div") if attrs.get("dir") == "auto"]
+    assert block and "unicode-bidi:isolate" in (block[0].get("style") or "")
+    assert 'dir="auto" style="unicode-bidi:isolate;white-space:pre-wrap;' in out.split("evil \u202e")[0][-400:]

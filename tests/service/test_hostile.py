@@ -146,3 +146,38 @@ def test_auto_responder_does_not_start_a_mail_loop(h):
     assert echo == [] and h.last.status == "error"
     echo = h.send("bot", "AW: Terrace Board 101 Error", "Automatische Antwort")
     assert echo == []
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        {"X-Auto-Response-Suppress": "All"},
+        {"X-Auto-Response-Suppress": "DR, AutoReply"},
+        {"Return-Path": "<>"},
+    ],
+)
+def test_automatic_mail_with_a_from_is_not_answered(h, extra):
+    """Issue 36: headers that say "do not answer" (ours say so too) are obeyed
+    even with a usable From: answering could start a loop with another robot."""
+    out = h.raw(raw_mail("ann@players.test", "help", "", extra=extra))
+    assert out == [] and h.last is not None and h.last.status == "ignored"
+
+
+def test_mail_from_our_own_tagged_address_is_not_answered(h):
+    from .harness import SERVER
+
+    local, _, domain = SERVER.partition("@")
+    out = h.raw(raw_mail(f"{local}+abcdefghijklmnopqrstuvwxyz23456@{domain.upper()}", "help", ""))
+    assert out == [] and h.last is not None and h.last.status == "ignored"
+
+
+def test_a_mail_over_a_parsing_limit_is_answered_and_runs_nothing(h):
+    opening = "".join(f"Content-Type: multipart/mixed; boundary=b{i}\n\n--b{i}\n" for i in range(50))
+    raw = (
+        "From: ann@players.test\nTo: pbmserv@terrace.test\nMessage-ID: <deep@players.test>\n"
+        "Subject: signup eve secret\n" + opening + "Content-Type: text/plain\n\nhi\n"
+    ).encode()
+    out = h.raw(raw)
+    assert len(out) == 1 and out[0].to == "ann@players.test" and "did not read your mail's text" in out[0].body
+    assert "nests more than" in out[0].body and h.last is not None and h.last.status == "error"
+    assert "secret" not in out[0].body  # the Subject is quoted with its password masked
