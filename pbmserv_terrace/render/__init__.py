@@ -32,7 +32,9 @@ def templates_dir() -> Path:
 def environment() -> jinja2.Environment:
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(templates_dir())),
-        autoescape=False,
+        # the mail's HTML parts (*.html) escape every value, even one a template
+        # forgets to mark with |e; the plain-text templates are written as they are
+        autoescape=jinja2.select_autoescape(enabled_extensions=("html",), default_for_string=False, default=False),
         keep_trailing_newline=True,
         trim_blocks=True,
         lstrip_blocks=True,

@@ -4,8 +4,8 @@ The mail is multipart/alternative: the text part stays the record (it is what
 pbmserv users and filters read), the HTML part adds the board picture as an inline
 image (``cid:``).  The template is filled with the same :class:`GameView` as the
 text templates, so both parts cannot drift apart in what they show.  The Jinja
-environment does not autoescape (it is made for plain-text mail), so
-``templates/board.html`` escapes every value itself.
+environment autoescapes ``*.html`` templates (and ``templates/board.html`` marks
+every value with ``|e`` as well: escaping twice is a no-op on Jinja's markup).
 """
 
 from __future__ import annotations

@@ -33,7 +33,7 @@ from typing import Protocol
 
 from ..gametypes import GAME_TYPES
 
-SECRET_NAME = "reply_keys"
+SECRET_NAME = "reply_keys"  # noqa: S105 (the name of the secret's row, not a secret)
 MAC_BYTES = 10
 """80 bits of HMAC-SHA256"""
 _FIELDS = struct.Struct(">B3s3sH")
