@@ -11,6 +11,12 @@ and :meth:`Service.robot_move` plays a (board, ply) at most once.
 ``handle`` (pipe mode) has no daemon: :func:`play_inline` makes the robots' moves
 in the same invocation, after the person's mail has committed.
 
+The same queue and pool make solitaire hints (issue 36, :mod:`..service.hints`):
+a board whose player asked for one comes as a :class:`HintTurn`, the pool runs
+the solver, :meth:`Service.hint_answer` sends the board mail with the hint.  The
+service's hint desk is told which boards are queued and done, so its bound on
+waiting hints counts them.
+
 The worker processes die with ``serve`` (issue 36): a ``serve`` killed with
 SIGKILL used to leave its engine worker (and with it multiprocessing's resource
 tracker, which lives until the last holder of its pipe ends) running under PID 1.
@@ -32,7 +38,8 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor
 
 from ..service import HandleResult, Service
-from ..service.robots import RobotTurn, think
+from ..service.hints import HINT_SECONDS, desk_of, solve
+from ..service.robots import HintTurn, RobotTurn, think
 
 log = logging.getLogger("pbmserv.robots")
 MAX_INLINE_PLIES = 200
@@ -49,8 +56,13 @@ async def play_inline(service: Service, turns: Iterable[RobotTurn]) -> list[Hand
     while queue and len(results) < MAX_INLINE_PLIES:
         turn = queue.pop(0)
         try:
-            move, comment = think(turn.game_type, turn.tpn, turn.level, turn.ply, turn.history)
-            result = await service.robot_move(turn, move, comment)
+            if isinstance(turn, HintTurn):
+                result = await _hint_inline(service, turn)
+                if result is None:
+                    continue
+            else:
+                move, comment = think(turn.game_type, turn.tpn, turn.level, turn.ply, turn.history)
+                result = await service.robot_move(turn, move, comment)
         except Exception:
             log.exception(
                 "robot %s on %s %d: the move failed; it is made at the next chance", turn.userid, turn.game_type, turn.board
@@ -77,6 +89,18 @@ def die_with(parent: int) -> None:
         os._exit(1)
 
 
+async def _hint_inline(service: Service, turn: HintTurn) -> HandleResult | None:
+    """Pipe mode: compute and send the hint this board waits for (None: it waits for none)."""
+    try:
+        current = await service.robot_turn(*turn.key)  # with the moves the solver replays
+        if not isinstance(current, HintTurn):
+            return None
+        found = solve(current.game_type, current.variant, current.deal, current.moves, HINT_SECONDS)
+        return await service.hint_answer(current, found)
+    finally:
+        desk_of(service).done(turn.key)
+
+
 class RobotPlayer:
     """The robots of ``serve``: a queue of boards, ``workers`` engine processes.
 
@@ -101,6 +125,8 @@ class RobotPlayer:
         """Queue these boards; one already queued or being worked on is looked at
         again when its current work ends (it may have changed meanwhile)."""
         for turn in turns:
+            if isinstance(turn, HintTurn):
+                desk_of(self.service).queued(turn.key)  # counted among the waiting hints until done
             self._want(turn.key)
 
     def _want(self, key: tuple[str, int]) -> None:
@@ -147,6 +173,7 @@ class RobotPlayer:
                 await asyncio.sleep(1.0)
             finally:
                 self.waiting.discard(key)
+                desk_of(self.service).done(key)
             if key in self.again:
                 self.again.discard(key)
                 self._want(key)
@@ -154,11 +181,22 @@ class RobotPlayer:
     async def _play(self, pool: ProcessPoolExecutor, key: tuple[str, int]) -> None:
         """While a robot is to move on this board: compute in a worker, apply."""
         loop = asyncio.get_running_loop()
+        answered: HintTurn | None = None
         while True:
             self.again.discard(key)
             turn = await self.service.robot_turn(*key)
             if turn is None or (turn.game_type, turn.board, turn.ply) in self.failed:
                 return
+            if isinstance(turn, HintTurn):
+                if turn == answered:
+                    return  # (answered, and the board still says it waits: never a busy loop)
+                answered = turn
+                found = await loop.run_in_executor(pool, solve, turn.game_type, turn.variant, turn.deal, turn.moves, HINT_SECONDS)
+                result = await self.service.hint_answer(turn, found)  # (duplicate: the board moved on; looked at again)
+                log.info("%s", result.log_line())
+                if result.outbox_ids:
+                    self.on_replies()
+                continue
             move, comment = await loop.run_in_executor(pool, think, turn.game_type, turn.tpn, turn.level, turn.ply, turn.history)
             result = await self.service.robot_move(turn, move, comment)
             log.info("%s", result.log_line())

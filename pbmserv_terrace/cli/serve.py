@@ -27,7 +27,6 @@ from ..store.repos import Games, Outbox
 from .common import CliError, config_from_args
 from .pidfile import PID_FILE, remove_pid, running_pid, write_pid
 
-
 SERVE_UMASK = 0o077
 """what serve creates (database, Maildirs, failed mails, pid file) is its user's
 alone, whatever the shell's umask (issue 36)"""

@@ -26,7 +26,7 @@ from ..inbound import InboundMail, is_valid_address, never_answer
 from ..store import Database, MailUndo, UnitOfWork, utcnow
 from ..store.models import DELETED_HASH_PREFIX
 from ..store.repos import Users
-from . import keyed, robots, timers
+from . import keyed, robots, solitaire, timers
 from .args import MissingArguments, missing_reason, notice
 from .boards import ROUTINE_ROUNDS
 from .context import CommandError, Ctx, Mail
@@ -35,7 +35,7 @@ from .passwords import PasswordCache
 from .registry import Registry, build_registry
 from .replies import error_mail, merge_for_sender, queue_replies
 from .replykeys import SECRET_NAME
-from .robots import RobotTurn
+from .robots import HintTurn, RobotTurn
 
 log = logging.getLogger("pbmserv.service")
 PREWARM_PER_MAIL = 4
@@ -496,6 +496,25 @@ class Service:
         return HandleResult(
             "ok", move_text, len(queued), board=str(turn.board), user=turn.userid, command=f"{turn.game_type} robot move",
             ms=(time.perf_counter() - started) * 1000, outbox_ids=queued, robot_turns=turns,
+        )  # fmt: skip
+
+    async def hint_answer(self, turn: HintTurn, found: str | None, *, now: datetime | None = None) -> HandleResult:
+        """Send the hint ``found`` (computed by :func:`.hints.solve` in the worker pool
+        for ``turn``) in a transaction of its own: the board mail with the hint, only
+        if the board still waits for a hint at that position; otherwise nothing
+        happens (status ``duplicate``), so a hint computed twice is sent once."""
+        started = time.perf_counter()
+        now = now or utcnow()
+        async with UnitOfWork(self.db) as uow:
+            game = await uow.games.get(turn.game_type, turn.board, lock=True)
+            ctx = self.context(uow, now)
+            if game is None or not await solitaire.answer_hint(ctx, game, turn.position, found):
+                return HandleResult("duplicate", f"board {turn.board} waits for no hint after move {turn.ply}")
+            queued = self.queue_replies(ctx, now)
+            await uow.commit()
+        return HandleResult(
+            "ok", f"hint {found or '(none found)'}", len(queued), board=str(turn.board), user=turn.userid,
+            command=f"{turn.game_type} hint answer", ms=(time.perf_counter() - started) * 1000, outbox_ids=queued,
         )  # fmt: skip
 
     async def _run(self, ctx: Ctx, cmd: Command, *, alone: bool = False) -> str | None:

@@ -13,6 +13,13 @@ A robot's move is made in two steps so that no transaction waits for the engine:
 :func:`robot_turns` is the work list: boards where a robot is to move, each with
 the game's earlier positions (:func:`game_history`, replayed from the move list) so
 that the robot does not shuffle back and forth into positions already seen.
+
+The same pool computes solver hints (:mod:`.hints`): a :class:`HintTurn` is the
+work of a solitaire board whose player asked for one, found the same ways (the
+mail's result, :func:`robot_turns` at start, :func:`robot_turn_on`).
+
+A player may have at most ROBOT_GAMES_PER_PLAYER games with a robot in play at
+once (:func:`check_robot_games`): each costs the pool a search per move.
 """
 
 from __future__ import annotations
@@ -24,14 +31,17 @@ from sqlalchemy import event, inspect
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Session
 
-from ..gametypes import board_rules
-from ..store import Game, MoveRecord, Seat
+from ..gametypes import GAME_TYPES, board_rules
+from ..store import Game, MoveRecord, Seat, User
 from ..store.models import ROBOTS
 from ..store.repos import Games, Moves, Users
+from . import hints
 from .boards import FORFEIT, RESIGN, mail_game, position, seat_by_army
-from .context import Ctx
+from .context import CommandError, Ctx
 from .plies import finish
 
+ROBOT_GAMES_PER_PLAYER = 5
+"""games with a robot at the board one player may have in play at once"""
 ROBOTS_ALONE_PLIES = 300
 """Terrace has no draw rule: once every person at a board is out, the robots play
 on until this ply, then the game is drawn (two robots could shuffle forever)."""
@@ -55,6 +65,22 @@ class RobotTurn:
     @property
     def key(self) -> tuple[str, int]:
         return (self.game_type, self.board)
+
+
+@dataclass(frozen=True, slots=True)
+class HintTurn(RobotTurn):
+    """A solitaire board whose player waits for a hint (:mod:`.hints`), with what
+    the solver needs: ``ply`` and ``taken_back`` name the position the hint is for
+    (:meth:`pbmserv_terrace.service.Service.hint_answer` sends it only there)."""
+
+    variant: str = ""
+    deal: int = 0
+    moves: tuple[str, ...] = ()
+    taken_back: int = 0
+
+    @property
+    def position(self) -> tuple[int, int]:
+        return (self.ply, self.taken_back)
 
 
 def think(game_type: str, tpn: str, level: int, ply: int, history: Sequence[str] = ()) -> tuple[str, str]:
@@ -92,6 +118,11 @@ def game_history(game: Game, moves: Sequence[MoveRecord]) -> tuple[str, ...]:
             break
         kept.append(rules.dump(earlier))
     return tuple(reversed(kept))
+
+
+async def with_moves(session: AsyncSession, game: Game, turn: HintTurn) -> HintTurn:
+    """``turn`` with the solitaire's move texts filled in (the solver replays them)."""
+    return replace(turn, moves=tuple(m.move for m in await Moves(session).of_game(game.id)))
 
 
 async def with_history(session: AsyncSession, game: Game, turn: RobotTurn) -> RobotTurn:
@@ -154,7 +185,14 @@ def changed_games(session: AsyncSession) -> list[int]:
 
 
 async def robot_turns(session: AsyncSession, game_ids: Sequence[int] | None = None) -> list[RobotTurn]:
-    """Boards (among ``game_ids``, or all) where a robot is to move, oldest move first."""
+    """Boards (among ``game_ids``, or all) where a robot is to move, oldest move
+    first; and the boards whose player waits for a hint: those this session's
+    transaction asked for (with ``game_ids``), or all (without)."""
+    waiting = await hint_turns(session, all_boards=game_ids is None)
+    return waiting + await _robot_turns(session, game_ids)
+
+
+async def _robot_turns(session: AsyncSession, game_ids: Sequence[int] | None) -> list[RobotTurn]:
     if game_ids is not None and not game_ids:
         return []
     robots = await Users(session).get_many(list(ROBOTS))
@@ -175,19 +213,70 @@ async def draw_if_robots_alone(ctx: Ctx, game: Game) -> bool:
     return True
 
 
+async def hint_turns(session: AsyncSession, *, all_boards: bool = False) -> list[RobotTurn]:
+    """The boards whose player waits for a hint: those asked for in this session
+    (:func:`.hints.note_asked`), or with ``all_boards`` every solitaire board in play."""
+    games: list[Game] = []
+    if all_boards:
+        for kind in GAME_TYPES.values():
+            if kind.family == "solitaire":
+                games += await Games(session).active_of_type(kind.name, limit=1_000_000)
+    else:
+        for game_type, board in hints.asked_boards(session):
+            game = await Games(session).get(game_type, board)
+            if game is not None:
+                games.append(game)
+    return [turn for game in games if (turn := hint_turn_of(game)) is not None]
+
+
+def hint_turn_of(game: Game) -> HintTurn | None:
+    """The hint work of a solitaire board whose player waits for one."""
+    if game.status != "active" or hints.PENDING not in game.options:
+        return None
+    return HintTurn(game.game_type, game.board_number, game.ply, "", 0, game.seats[0].user.userid,
+                    variant=game.variant, deal=int(game.options["deal"]), taken_back=game.taken_back or 0)  # fmt: skip
+
+
+async def check_robot_games(session: AsyncSession, users: Sequence[User]) -> None:
+    """Refuse a new game with a robot for a person who already has
+    ROBOT_GAMES_PER_PLAYER games with a robot in play."""
+    if not any(u.is_robot for u in users):
+        return
+    for user in users:
+        if user.is_robot:
+            continue
+        games = await Games(session).active_for_users([user.id])
+        with_robot = [g for g in games if any(s.user.is_robot for s in g.seats)]
+        if len(with_robot) >= ROBOT_GAMES_PER_PLAYER:
+            boards = ", ".join(f"{g.game_type} {g.board_number}" for g in with_robot[:ROBOT_GAMES_PER_PLAYER])
+            raise CommandError(
+                f"the challenge cannot be made: {user.userid} already plays {len(with_robot)} games against robots "
+                f"(boards {boards}), the most at once; finish or resign one first"
+            )
+
+
 async def robot_turn_on(session: AsyncSession, game_type: str, board: int) -> RobotTurn | None:
-    """The robot's turn on one board, if a robot is to move there."""
+    """The robot's turn on one board, if a robot is to move there (or the hint
+    work of a solitaire board whose player waits for one)."""
     game = await Games(session).get(game_type, board)
+    if game is not None and GAME_TYPES[game.game_type].family == "solitaire":
+        hint = hint_turn_of(game)
+        return await with_moves(session, game, hint) if hint is not None else None
     turn = turn_of(game) if game is not None else None
     return await with_history(session, game, turn) if game is not None and turn is not None else None
 
 
 __all__ = [
     "ROBOTS_ALONE_PLIES",
+    "ROBOT_GAMES_PER_PLAYER",
+    "HintTurn",
     "RobotTurn",
     "changed_games",
+    "check_robot_games",
     "draw_if_robots_alone",
     "game_history",
+    "hint_turn_of",
+    "hint_turns",
     "robot_to_move",
     "robot_turn_on",
     "robot_turns",

@@ -23,10 +23,9 @@ from ..store import FinishedGame, Game, MoveRecord, Seat, User
 from .args import need, shortened
 from .boards import board_error, load_game, web_line
 from .context import CommandError, Ctx, Mail
+from .hints import PENDING, desk_of, note_asked
 from .spec import MOVE_VERB, command
 
-HINT_SECONDS = 1.0
-"""the solver's time for one hint"""
 MAX_MOVES_PER_MAIL = 200
 STANDINGS_DEALS = 8
 """shared deals listed in ``standings``"""
@@ -375,14 +374,39 @@ async def resign(ctx: Ctx, cmd: Command) -> None:
 
 @command("hint", game=SOLITAIRE, usage="hint BOARD USERID PASSWORD", auth=1)
 async def hint(ctx: Ctx, cmd: Command) -> None:
-    game, _, rules, state, moves = await _in_play(ctx, cmd)
-    found = rules.hint(state, HINT_SECONDS)
-    game.options = {**game.options, "hints": int(game.options.get("hints", 0)) + 1}
+    """Records the request only (:mod:`.hints`): the solver runs in the worker pool,
+    and the player's one answer is the board mail with the hint
+    (:func:`answer_hint`)."""
+    game, user, _ = await _owner(ctx, cmd, need(cmd, 3, 3))
+    _require_active(game)
+    if PENDING in game.options:
+        raise board_error(game, f"a hint for board {game.board_number} is on its way already; it comes in a moment")
+    request = ctx.mail.message_id if ctx.mail is not None else f"{game.board_number}/{game.ply}"
+    desk_of(ctx.service).admit(user.userid, (game.game_type, game.board_number), request)
+    player = ctx.mail is None or ctx.sender.lower() in {a.lower() for a in user.addresses}
+    game.options = {**game.options, PENDING: {} if player else {"by": ctx.sender}}
+    note_asked(ctx.uow.session, game)
+
+
+async def answer_hint(ctx: Ctx, game: Game, position: tuple[int, int], found: str | None) -> bool:
+    """The board mail with the hint ``found`` (computed for ``position``: the ply
+    and the undos), if ``game`` still waits for a hint there; whether it did."""
+    pending = game.options.get(PENDING)
+    if game.status != "active" or not isinstance(pending, dict) or (game.ply, game.taken_back or 0) != position:
+        return False
+    state, moves = await _state(ctx, game)
+    options = {k: v for k, v in game.options.items() if k != PENDING}
+    game.options = {**options, "hints": int(options.get("hints", 0)) + 1}
     if found is None:
         line = "The solver found no move that helps within its time; the game may be lost (resign ends it)."
     else:
         line = f"Hint: {found}   (reply with it, or: {game.game_type} move {game.board_number} USERID PASSWORD {found})"
-    await mail_table(ctx, Table(game, state, moves, "", ["", line]), what="hint")
+    table = Table(game, state, moves, "", ["", line])
+    await mail_table(ctx, table, what="hint")
+    by = pending.get("by")
+    if isinstance(by, str) and by:  # asked from another address (an operator): a copy, as for every command
+        ctx.out.append(Mail([by], subject_of(game, what="hint"), table.text() + web_line(ctx, game), for_sender=True))
+    return True
 
 
 @command("show", game=SOLITAIRE, usage="show BOARD", auth=None)
@@ -529,4 +553,4 @@ def abandon(ctx: Ctx, game: Game, why: str) -> None:
     game.deadline_at = None
 
 
-__all__ = ["abandon", "help_lines", "reply_line", "standings_lines"]
+__all__ = ["abandon", "answer_hint", "help_lines", "reply_line", "standings_lines"]
