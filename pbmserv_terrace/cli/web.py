@@ -10,8 +10,8 @@ import logging
 import signal
 
 from ..config import DEFAULT_WEB_LISTEN, parse_listen
-from ..store import Database
 from ..web import create_app, listen_socket, serve_web
+from ..web.process import read_only_database
 from .common import CliError, config_from_args
 
 log = logging.getLogger("pbmserv.web")
@@ -32,7 +32,7 @@ def cmd_web(args: argparse.Namespace) -> int:
         raise CliError(f"web archive: cannot listen on {listen}: {exc.strerror or exc}") from None
 
     async def run() -> None:
-        db = Database(cfg.server.database_url)
+        db = read_only_database(cfg.server.database_url)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):

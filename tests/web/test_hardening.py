@@ -288,3 +288,31 @@ def test_many_requests_for_one_page_render_it_once(site: Site, monkeypatch: pyte
 
     assert site.run(scenario) == {200}
     assert len(renders) == 1
+
+
+def test_the_archive_process_database_cannot_write(site: Site) -> None:
+    """The archive's own process reads through a read-only connection (SQLite query_only,
+    PostgreSQL default_transaction_read_only): a write fails, reads work."""
+    from sqlalchemy import text
+
+    from pbmserv_terrace.web.process import read_only_database
+
+    async def scenario() -> tuple[int, str]:
+        db = read_only_database(site.url)
+        try:
+            async with db.reading() as session:
+                count = int((await session.execute(text("SELECT count(*) FROM games"))).scalar_one())
+            failed = ""
+            try:
+                async with db.engine.connect() as conn:
+                    await conn.execute(text("UPDATE games SET comment = 'x'"))
+                    await conn.commit()
+            except Exception as exc:
+                failed = str(exc)
+            return count, failed
+        finally:
+            await db.close()
+
+    count, failed = site.sql(scenario())
+    assert count == len(site.filled.boards)
+    assert "read" in failed.lower() and "only" in failed.lower(), failed

@@ -81,7 +81,7 @@ def test_serve_runs_the_archive_and_web_runs_it_alone(tmp_path: Path) -> None:
         for sender, subject, body in [
             ("ann@home.test", "signup ann pw-ann", ""),
             ("ben@home.test", "signup ben pw-ben", ""),
-            ("ann@home.test", "terrace challenge ann ben -short", "Short one?"),
+            ("ann@home.test", "terrace challenge ann pw-ann ben -short", "Short one?"),
             ("ann@home.test", "terrace move 101 ann pw-ann g1-g2", "my first move"),
         ]:
             out = cli("send", "--from", sender, subject, body, cwd=tmp_path, env=env)
@@ -152,3 +152,67 @@ def test_web_alone_wants_a_schema_and_a_valid_address(tmp_path: Path) -> None:
     (tmp_path / "pbmserv.toml").write_text('[web]\nlisten = "somewhere"\n')
     out = cli("web", cwd=tmp_path, env=env)
     assert out.returncode == 2 and "web.listen" in out.stderr
+
+
+def children_of(pid: int) -> dict[int, str]:
+    """The live child processes of ``pid``: pid → command line."""
+    out = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        fields = stat.rsplit(")", 1)[1].split()
+        if int(fields[1]) == pid and fields[0] != "Z":
+            out[int(entry.name)] = cmdline
+    return out
+
+
+def alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def test_serve_runs_the_archive_in_a_child_that_never_outlives_it(tmp_path: Path) -> None:
+    """Issue 36: the archive is served by a process of its own beside serve's mail loop
+    (so web clients cannot starve the mail), at a lower CPU priority and read-only; a child
+    that dies is started again; a serve killed with SIGKILL takes it along, and the port."""
+    mail, web = free_port(), free_port()
+    env = environment(PBMSERV_EMBEDDED_LISTEN_PORT=str(mail), PBMSERV_WEB_LISTEN=f"127.0.0.1:{web}")
+    serve = start("serve", cwd=tmp_path, env=env)
+    base = f"http://127.0.0.1:{web}"
+    try:
+        wait_for("the web archive", lambda: get(f"{base}/healthz")[0] == 200, serve)
+
+        def web_child() -> int | None:
+            found = [pid for pid, cmd in children_of(serve.pid).items() if "pbmserv_terrace.web.process" in cmd]
+            return found[0] if len(found) == 1 else None
+
+        child = wait_for("the web process", web_child, serve)
+        assert os.getpriority(os.PRIO_PROCESS, child) > os.getpriority(os.PRIO_PROCESS, serve.pid)
+        assert "database_url" not in children_of(serve.pid)[child]  # settings come on stdin, not in ps
+        os.kill(child, signal.SIGKILL)  # a crash of the web costs the web a second, not the mail
+        again = wait_for("a new web process", lambda: (c := web_child()) != child and c, serve)
+        wait_for("the web archive again", lambda: get(f"{base}/healthz")[0] == 200, serve)
+        assert get(f"{base}/boards/terrace/99999999999999999999")[0] == 404
+        assert smtp_up(mail)
+    finally:
+        serve.kill()
+        out, _ = serve.communicate(timeout=30)
+    deadline = time.monotonic() + 15
+    while alive(again) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not alive(again), "the web process outlived serve"
+    try:
+        with socket.create_connection(("127.0.0.1", web), timeout=2):
+            refused = False
+    except OSError:
+        refused = True
+    assert refused, "the web port is still held after serve was killed"
+    assert "the web archive's process ended" in out
