@@ -27,7 +27,8 @@ from ..mail.imap import ImapInbound
 from ..mail.message import parse_message
 from ..service import HandleResult, Service
 from ..store import Database, InboundQueue, QueueListener
-from ..web import create_app, listen_socket, serve_web
+from ..web import listen_socket
+from ..web.process import serve_beside
 from .batching import Expected, GroupCommit
 from .health import HealthEndpoint, LoopMonitor, Metrics
 from .ordering import KeyedRunner
@@ -346,8 +347,11 @@ class Server:
                 log.error("web archive: cannot listen on %s (%s); serving mail without it", cfg.web.listen, exc.strerror or exc)
                 web = f"not running (cannot listen on {cfg.web.listen})"
             else:
-                app = create_app(self.db, server_name=cfg.server.name, public_url=cfg.web.public_url)
-                task = asyncio.create_task(serve_web(app, host, port, stop=self.stopping, sock=sock), name="web")
+                # in a process of its own (web/process.py): 200 web clients cannot hold up the mail
+                beside = serve_beside(
+                    self.db, sock, server_name=cfg.server.name, public_url=cfg.web.public_url, stop=self.stopping
+                )
+                task = asyncio.create_task(beside, name="web")
 
                 def web_stopped(t: asyncio.Task[None]) -> None:
                     if not t.cancelled() and t.exception() is not None:
