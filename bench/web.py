@@ -248,17 +248,22 @@ async def one_client(port: int, paths: Iterator[str], until: float, tally: Tally
         writer.close()
 
 
-async def drive(port: int, mix: str, games: int, clients: int, seconds: float, warmup: float, hot: int) -> Tally:
-    rnd = random.Random(36)
-    paths = load_paths(mix, games, hot, rnd)
-    tally = Tally()
-    start = time.perf_counter()
-    until = start + warmup + seconds
-    tasks = [asyncio.create_task(one_client(port, paths, until, tally)) for _ in range(clients)]
-    await asyncio.sleep(warmup)
+def process_cpu(pid: int) -> float:
+    """CPU seconds (user + system) of a process so far (Linux)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def drive_measured(pid: int, port: int, mix: str, args: argparse.Namespace, tally: Tally) -> float:
+    """Drive ``mix`` into ``tally``; the server's CPU seconds in the measured part."""
+    paths = load_paths(mix, args.games, args.hot, random.Random(36))
+    until = time.perf_counter() + args.warmup + args.seconds
+    tasks = [asyncio.create_task(one_client(port, paths, until, tally)) for _ in range(args.clients)]
+    await asyncio.sleep(args.warmup)
     tally.counting = True
+    before = process_cpu(pid)
     await asyncio.gather(*tasks)
-    return tally
+    return process_cpu(pid) - before
 
 
 def wait_listening(port: int, server: subprocess.Popen[bytes], seconds: float = 60.0) -> None:
@@ -299,7 +304,8 @@ def load(args: argparse.Namespace) -> None:
             wait_listening(port, server)
             for mix in args.load:
                 cpu = os.times()
-                tally = asyncio.run(drive(port, mix, args.games, args.clients, args.seconds, args.warmup, args.hot))
+                tally = Tally()
+                server_cpu = asyncio.run(drive_measured(server.pid, port, mix, args, tally))
                 client_cpu = sum(os.times()[:2]) - sum(cpu[:2])
                 times = sorted(tally.times)
                 done = len(times)
@@ -309,7 +315,8 @@ def load(args: argparse.Namespace) -> None:
                     f"[{mix}] {args.clients} clients, {args.seconds:.0f} s: {pages / args.seconds:7.1f} pages/s, "
                     f"{done / args.seconds:7.1f} answers/s, p50 {q[49] * 1000:6.1f} ms, p99 {q[98] * 1000:6.1f} ms, "
                     f"max {times[-1] * 1000 if times else float('nan'):6.1f} ms, statuses {dict(sorted(tally.statuses.items()))}, "
-                    f"errors {tally.errors}, client CPU {client_cpu / args.seconds * 100:.0f} %",
+                    f"errors {tally.errors}, server CPU {server_cpu / max(1, done) * 1000:.2f} ms an answer "
+                    f"({server_cpu / args.seconds * 100:.0f} % of a core), client CPU {client_cpu / args.seconds * 100:.0f} %",
                     flush=True,
                 )
         finally:
@@ -326,7 +333,7 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=200)
     parser.add_argument("--seconds", type=float, default=20.0)
     parser.add_argument("--warmup", type=float, default=3.0)
-    parser.add_argument("--hot", type=int, default=2000, help="boards in the hot sets of --load")
+    parser.add_argument("--hot", type=int, default=400, help="finished boards in the hot sets of --load (live: a quarter)")
     args = parser.parse_args()
     if args.load:
         load(args)

@@ -107,13 +107,14 @@ async def _make_board_view(request: Request, site: Site, key: tuple[str, str, in
         ply = requested_ply(raw, game)
         final = game.status != "active"
         state = (game, ratings)
+        ttl = FINAL_MAX_AGE if final else site.live_ttl
         kept = site.pages.get(key)
         if kept is not None and kept.state == state:
-            return dataclasses.replace(kept, until=time.monotonic() + FINAL_MAX_AGE) if final else kept
+            return dataclasses.replace(kept, until=time.monotonic() + ttl)
         moves = await archive.moves(game.id)
     body, etag_key, media_type = render(request, game, moves, ratings, ply)
-    return Page.of(body, key=etag_key, media_type=media_type, max_age=FINAL_MAX_AGE if final else LIVE_MAX_AGE,
-                   state=state, ttl=FINAL_MAX_AGE if final else 0.0)  # fmt: skip
+    max_age = FINAL_MAX_AGE if final else LIVE_MAX_AGE
+    return Page.of(body, key=etag_key, media_type=media_type, max_age=max_age, state=state, ttl=ttl)
 
 
 async def home(request: Request) -> Response:

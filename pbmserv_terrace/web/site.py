@@ -5,10 +5,10 @@ its ETag, and the 404 that says what was missing.
 Pages are kept as bytes with their ETag (:class:`Page`, :class:`Pages`).  A page of a
 finished board cannot change but for its players' current ratings, so it is served
 for ``FINAL_MAX_AGE`` seconds (what its Cache-Control already lets any cache do)
-without asking the database; a live board's page is served again while the board's
-row (ply, position, last move, votes, comment, seats) and its players' ratings are
-the same, for the price of the one statement that reads them; the front page for
-``HOME_TTL`` seconds.  Pages being made are made once: the requests that want the
+without asking the database; a live board's page for ``LIVE_TTL`` seconds (its
+Cache-Control allows 15), and after that again while the board's row (ply, position,
+last move, votes, comment, seats) and its players' ratings are the same, for the
+price of the one statement that reads them; the front page for ``HOME_TTL`` seconds.  Pages being made are made once: the requests that want the
 same page meanwhile wait for it (:meth:`Pages.once`), so a board that 200 clients
 watch is rendered once per move, not 200 times.
 
@@ -39,6 +39,8 @@ from .ratings import RatingHistory
 
 LIVE_MAX_AGE, FINAL_MAX_AGE = 15, 300
 """seconds a page of an active / finished game may be reused without asking"""
+LIVE_TTL = 1.0
+"""seconds a live board's page is served as it was read (then its row is read again)"""
 HOME_TTL = 2.0
 """seconds the front page is served as it was rendered (it lists every active board)"""
 PAGES_KEPT_BYTES = 64 << 20
@@ -72,6 +74,7 @@ class Site:
         version of the ratings and ended games each shows (see pages.standings)"""
         self.player_pages: dict[str, tuple[object, str]] = {}
         """each player's rendered page and the state it shows (see pages.player)"""
+        self.live_ttl = LIVE_TTL
         self.pages = Pages(PAGES_KEPT_BYTES)
         """rendered boards, feeds, the front page and the help (see :class:`Pages`)"""
 

@@ -213,7 +213,7 @@ def test_the_gate_hands_turns_on_in_order() -> None:
 def test_the_archive_answers_503_with_security_headers_when_full(site: Site) -> None:
     async def scenario(client: httpx.AsyncClient) -> httpx.Response:
         app = client._transport.app  # type: ignore[attr-defined]
-        await client.get("/")  # builds the middleware stack
+        await client.get("/")  # builds the middleware stack (and its gate)
         gate = app.gate
         gate.limit = 0
         gate.max_waiting = 0
@@ -224,11 +224,20 @@ def test_the_archive_answers_503_with_security_headers_when_full(site: Site) -> 
     check_headers(response)
 
 
-def test_a_finished_board_is_served_from_memory_a_live_one_after_one_statement(site: Site) -> None:
+def archive_site(client: httpx.AsyncClient) -> Any:
+    """The app's :class:`pbmserv_terrace.web.site.Site` (its caches and their knobs)."""
+    return client._transport.app.state.site  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("live_ttl", [3600.0, 0.0])  # (never a moment that can run out mid-test)
+def test_a_finished_board_is_served_from_memory_a_live_one_after_one_statement(site: Site, live_ttl: float) -> None:
+    """A finished board, the help and the front page are served from memory; a live board
+    too for LIVE_TTL seconds, and after that (here: at once) for one statement (its row)."""
     finished_type, finished = site.filled.boards["four"]
     live_type, live = site.filled.boards["live"]
 
     async def scenario(client: httpx.AsyncClient) -> dict[str, Any]:
+        archive_site(client).live_ttl = live_ttl
         out: dict[str, Any] = {}
         for name, path in (("finished", f"/boards/{finished_type}/{finished}"), ("live", f"/boards/{live_type}/{live}"),
                            ("text", f"/boards/{finished_type}/{finished}.txt"), ("home", "/"), ("help", "/help")):  # fmt: skip
@@ -244,7 +253,7 @@ def test_a_finished_board_is_served_from_memory_a_live_one_after_one_statement(s
         assert first.status_code == again.status_code == 200, name
         assert again.content == first.content and again.headers["etag"] == first.headers["etag"], name
         assert repeat.status_code == 304, name
-        expected = 2 if name == "live" else 0  # a live board: its row (and ratings) once per request
+        expected = 2 if name == "live" and not live_ttl else 0  # a live board: its row (and ratings) once per request
         assert len(seen) == expected, (name, seen)
     assert "max-age=300" in out["finished"][0].headers["cache-control"]
     assert "max-age=15" in out["live"][0].headers["cache-control"]
@@ -257,6 +266,7 @@ def test_a_live_board_page_follows_a_change_of_its_row(site: Site) -> None:
     path = f"/boards/{game_type}/{number}"
 
     async def scenario(client: httpx.AsyncClient) -> tuple[str, str]:
+        archive_site(client).live_ttl = 0.0  # (else the page read a moment ago may be served for LIVE_TTL seconds)
         before = (await client.get(path)).text
         async with UnitOfWork(site.db) as uow:
             game = await uow.games.get(game_type, number, lock=True)
