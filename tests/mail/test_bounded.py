@@ -57,6 +57,7 @@ SHAPES: dict[str, Callable[[int], bytes]] = {
     "parts": parts,
     "flowed": lambda n: HEAD + b"Content-Type: text/plain; format=flowed\r\n\r\n" + b"a \r\n" * (4 * n),
     "quotes": lambda n: HEAD + b"Subject: help\r\n\r\n" + b"> " * n + b"x\r\n" + b">\r\n" * n,
+    "empty lines": lambda n: HEAD + b"Subject: help\r\n\r\n" + b"\r\n" * (100 * n),
 }
 
 
