@@ -172,7 +172,8 @@ def test_overload_is_a_quick_503_with_retry_after() -> None:
             while not entered:
                 await asyncio.sleep(0)
             waiting = asyncio.create_task(client.get("/waits"))
-            await asyncio.sleep(0.01)
+            while not gate.queue:
+                await asyncio.sleep(0)
             refused = await client.get("/refused")  # the queue is full: answered at once
             timed_out = await waiting  # waited its 0.2 s
             release.set()
