@@ -16,8 +16,8 @@ from ..gametypes import game_title
 from ..store.archive import Archive, GameRow, ListedGame, MoveRow
 from . import tableview
 from .boardview import frames, replay, status_lines, text_record
-from .pages import PLAYER_GAMES, board_url, board_view, is_solitaire, outcome_for, userid_of
-from .site import NotFound, cached, site_of
+from .pages import PLAYER_GAMES, board_url, board_view, is_solitaire, kept_page, outcome_for, userid_of
+from .site import NotFound, Page, Site, site_of
 
 ATOM = "application/atom+xml; charset=utf-8"
 
@@ -97,8 +97,15 @@ def who(game: GameRow | ListedGame) -> str:
 
 
 async def player_feed(request: Request) -> Response:
-    site = site_of(request)
+    """A player's boards, newest move first (kept for ``live_ttl`` seconds)."""
     wanted = userid_of(request)
+    base = site_of(request).base(request)
+    return await kept_page(
+        request, ("player-atom", f"{wanted.lower()} {base}"), lambda site: _make_player_feed(site, wanted, base)
+    )
+
+
+async def _make_player_feed(site: Site, wanted: str, base: str) -> Page:
     async with site.db.reading() as session:
         archive = Archive(session)
         user = await archive.user(wanted)
@@ -106,7 +113,6 @@ async def player_feed(request: Request) -> Response:
             raise NotFound(f"a player called '{wanted[:40]}'")
         user_id, userid, created = user
         games = await archive.games_of_user(user_id, PLAYER_GAMES)
-    base = site.base(request)
     entries = []
     for g in games[:50]:
         state = outcome_for(g, userid)
@@ -129,4 +135,4 @@ async def player_feed(request: Request) -> Response:
         updated=stamp(updated),
         entries=entries,
     )
-    return cached(request, feed, key=f"player-{userid}-atom", media_type=ATOM)
+    return Page.of(feed, key=f"player-{userid}-atom", media_type=ATOM, ttl=site.live_ttl)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
@@ -19,13 +19,11 @@ from . import tableview
 from .boardview import latest_comment, move_rounds, players, replay, status_lines, to_move
 from .charts import rating_chart
 from .picture import inline_svg
-from .site import FINAL_MAX_AGE, HOME_TTL, LIVE_MAX_AGE, NotFound, Page, Site, cached, site_of
+from .site import FINAL_MAX_AGE, HOME_TTL, LIVE_MAX_AGE, NotFound, Page, Site, site_of
 
 FRONT_ACTIVE, FRONT_FINISHED, PLAYER_GAMES = 30, 20, 300
 STANDINGS_TOP = 10
 """players of a solitaire shown on /standings (all on /standings/{type})"""
-PLAYER_PAGES_KEPT = 256
-"""rendered player pages kept (about 30 KB each for a player of a hundred games)"""
 MAX_BOARD = 2**31 - 1
 """the highest board number there can be (the column is a 32-bit integer on PostgreSQL):
 a higher one in a URL is a 404 before any statement"""
@@ -168,31 +166,41 @@ async def _make_help(site: Site) -> Page:
 async def standings(request: Request) -> Response:
     """Every game type's standings: the Elo table of each board game, the top of each
     solitaire's ranking on shared deals (in full on ``/standings/{type}``)."""
-    site = site_of(request)
-    async with site.db.reading() as session:
-        archive = Archive(session)
-        version = await standings_version(archive, list(GAME_TYPES))
-        kept = site.standings_pages.get("")
-        if kept is None or kept[0] != version:
-            # rendering a few thousand rows costs tens of ms: keep the page until a rating or an ended game changes
-            tables = [await standings_table(archive, game_type, STANDINGS_TOP) for game_type in GAME_TYPES]
-            kept = site.standings_pages[""] = (version, site.render("standings.html", tables=tables, whole=True))
-    return cached(request, kept[1], key="standings")
+    return await kept_page(request, ("standings", ""), lambda site: _make_standings(site, ""))
 
 
 async def standings_of_type(request: Request) -> Response:
     """One game type's standings: its Elo table, or a solitaire's whole ranking and its
     latest shared deals."""
-    site = site_of(request)
     game_type = game_type_of(request)
+    return await kept_page(request, ("standings", game_type), lambda site: _make_standings(site, game_type))
+
+
+async def kept_page(request: Request, key: tuple[str, str], make: Callable[[Site], Awaitable[Page]]) -> Response:
+    """A page that shows what changes (standings, a player): served as made for
+    ``live_ttl`` seconds, then made again by ``make`` (which keeps the rendering while
+    what it shows is the same)."""
+    site = site_of(request)
+    page = site.pages.fresh(key)
+    if page is None:
+        page = await site.pages.once(key, lambda: make(site))
+    return page.response(request)
+
+
+async def _make_standings(site: Site, game_type: str) -> Page:
+    """``game_type`` "": every type's.  Rendering a few thousand rows costs tens of ms: the
+    page is kept until a rating or an ended game changes."""
+    game_types = [game_type] if game_type else list(GAME_TYPES)
+    key = ("standings", game_type)
     async with site.db.reading() as session:
         archive = Archive(session)
-        version = await standings_version(archive, [game_type])
-        kept = site.standings_pages.get(game_type)
-        if kept is None or kept[0] != version:
-            table = await standings_table(archive, game_type, None)
-            kept = site.standings_pages[game_type] = (version, site.render("standings.html", tables=[table], whole=False))
-    return cached(request, kept[1], key=f"standings-{game_type}")
+        version = await standings_version(archive, game_types)
+        kept = site.pages.get(key)
+        if kept is not None and kept.state == version:
+            return dataclasses.replace(kept, until=time.monotonic() + site.live_ttl)
+        tables = [await standings_table(archive, t, None if game_type else STANDINGS_TOP) for t in game_types]
+    html = site.render("standings.html", tables=tables, whole=not game_type)
+    return Page.of(html, key=f"standings-{game_type}" if game_type else "standings", state=version, ttl=site.live_ttl)
 
 
 async def standings_version(archive: Archive, game_types: list[str]) -> tuple[object, ...]:
@@ -310,12 +318,16 @@ def outcome_for(game: GameRow | ListedGame, userid: str) -> str:
 
 
 async def player(request: Request) -> Response:
-    """A player's ratings with their charts and their games.  Two statements (the user with
-    their ratings; the games with their seats) and the replay's check for new results; the
-    page is rendered again only when what it shows changed (a game row, a rating, a chart
-    point), since rendering a hundred rows costs more than reading them."""
-    site = site_of(request)
+    """A player's ratings with their charts and their games (see :func:`_make_player`)."""
     wanted = userid_of(request)
+    return await kept_page(request, ("player", wanted.lower()), lambda site: _make_player(site, wanted))
+
+
+async def _make_player(site: Site, wanted: str) -> Page:
+    """Two statements (the user with their ratings; the games with their seats) and the
+    replay's check for new results; the page is rendered again only when what it shows
+    changed (a game row, a rating, a chart point), since rendering a hundred rows costs
+    more than reading them."""
     async with site.db.reading() as session:
         archive = Archive(session)
         user = await archive.player(wanted)
@@ -325,38 +337,33 @@ async def player(request: Request) -> Response:
         await site.ratings.refresh(archive)
     userid = user.userid
     state = (user, tuple(games), tuple(site.ratings.count(game_type, userid) for game_type, _ in user.ratings))
-    kept = site.player_pages.get(userid)
-    if kept is not None and kept[0] == state:
-        html = kept[1]
-    else:
-        charts = [
-            (
-                game_type,
-                game_title(game_type),
-                row,
-                rating_chart(site.ratings.points(game_type, userid), f"{userid}'s {game_title(game_type)} rating"),
-            )
-            for game_type, row in user.ratings
-        ]
-        rows = [(g, outcome_for(g, userid)) for g in games if not is_solitaire(g.game_type)]
-        solitaires = [
-            (t, game_title(t), [(g, tableview.listed_summary(g)) for g in games if g.game_type == t])
-            for t in GAME_TYPES
-            if is_solitaire(t)
-        ]
-        html = site.render(
-            "player.html",
-            userid=userid,
-            created=user.created_at,
-            charts=charts,
-            rows=rows,
-            solitaires=[s for s in solitaires if s[2]],
-            board_url=board_url,
-            limit=PLAYER_GAMES,
-            count=len(games),
+    kept = site.pages.get(("player", wanted.lower()))
+    if kept is not None and kept.state == state:
+        return dataclasses.replace(kept, until=time.monotonic() + site.live_ttl)
+    charts = [
+        (
+            game_type,
+            game_title(game_type),
+            row,
+            rating_chart(site.ratings.points(game_type, userid), f"{userid}'s {game_title(game_type)} rating"),
         )
-        site.player_pages.pop(userid, None)
-        site.player_pages[userid] = (state, html)
-        while len(site.player_pages) > PLAYER_PAGES_KEPT:
-            site.player_pages.pop(next(iter(site.player_pages)))  # the least recently rendered
-    return cached(request, html, key=f"player-{userid}")
+        for game_type, row in user.ratings
+    ]
+    rows = [(g, outcome_for(g, userid)) for g in games if not is_solitaire(g.game_type)]
+    solitaires = [
+        (t, game_title(t), [(g, tableview.listed_summary(g)) for g in games if g.game_type == t])
+        for t in GAME_TYPES
+        if is_solitaire(t)
+    ]
+    html = site.render(
+        "player.html",
+        userid=userid,
+        created=user.created_at,
+        charts=charts,
+        rows=rows,
+        solitaires=[s for s in solitaires if s[2]],
+        board_url=board_url,
+        limit=PLAYER_GAMES,
+        count=len(games),
+    )
+    return Page.of(html, key=f"player-{userid}", state=state, ttl=site.live_ttl)

@@ -40,7 +40,8 @@ from .ratings import RatingHistory
 LIVE_MAX_AGE, FINAL_MAX_AGE = 15, 300
 """seconds a page of an active / finished game may be reused without asking"""
 LIVE_TTL = 1.0
-"""seconds a live board's page is served as it was read (then its row is read again)"""
+"""seconds a page of what changes (a live board, a player, the standings) is served as it
+was read; then what it shows is read again (and the page rendered again if that changed)"""
 HOME_TTL = 2.0
 """seconds the front page is served as it was rendered (it lists every active board)"""
 PAGES_KEPT_BYTES = 64 << 20
@@ -69,14 +70,9 @@ class Site:
         self.server_name = server_name
         self.public_url = public_url.rstrip("/")
         self.ratings = RatingHistory()
-        self.standings_pages: dict[str, tuple[object, str]] = {}
-        """the rendered standings pages ("" for all game types, else the type) and the
-        version of the ratings and ended games each shows (see pages.standings)"""
-        self.player_pages: dict[str, tuple[object, str]] = {}
-        """each player's rendered page and the state it shows (see pages.player)"""
         self.live_ttl = LIVE_TTL
         self.pages = Pages(PAGES_KEPT_BYTES)
-        """rendered boards, feeds, the front page and the help (see :class:`Pages`)"""
+        """rendered boards, feeds, players, standings, the front page and the help (see :class:`Pages`)"""
 
     def base(self, request: Request) -> str:
         """The absolute URL of the site: ``public_url`` when configured, else as requested."""
@@ -200,14 +196,6 @@ class Pages:
 def _cancelling() -> bool:
     task = asyncio.current_task()
     return task is not None and task.cancelling() > 0
-
-
-def cached(
-    request: Request, body: str, *, key: str, media_type: str = "text/html; charset=utf-8", max_age: int = LIVE_MAX_AGE
-) -> Response:
-    """A 200 with a weak ETag (what it shows: ``key``, plus a hash of the bytes, so a
-    rating or comment change elsewhere also changes it), or a 304 when it matches."""
-    return Page.of(body, key=key, media_type=media_type, max_age=max_age).response(request)
 
 
 class NotFound(HTTPException):

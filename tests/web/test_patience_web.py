@@ -74,6 +74,7 @@ class Played:
     def run(self, scenario: Callable[[httpx.AsyncClient], Awaitable[Any]]) -> Any:
         if self.app is None:
             self.app = create_app(self.h.db, server_name="Terrace <PBM> Server")
+            self.app.state.site.live_ttl = 0.0  # what is checked here: kept pages follow what they show at once
 
         async def go() -> Any:
             transport = httpx.ASGITransport(app=self.app)

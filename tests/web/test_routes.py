@@ -329,6 +329,7 @@ def test_moves_written_later_appear(site: Site) -> None:
 
 def test_standings_page_follows_rating_changes(site: Site) -> None:
     async def scenario(client: httpx.AsyncClient) -> tuple[str, str]:
+        client._transport.app.state.site.live_ttl = 0.0  # type: ignore[attr-defined]  # (else kept for LIVE_TTL)
         before = (await client.get("/standings")).text
         async with UnitOfWork(site.db) as uow:
             erin = await uow.users.get("erin")
@@ -356,6 +357,7 @@ def test_player_page_follows_moves_and_ratings(site: Site) -> None:
     async def scenario(client: httpx.AsyncClient) -> tuple[str, str, str, int]:
         from pbmserv_terrace.rules import format_move, format_tpn
 
+        client._transport.app.state.site.live_ttl = 0.0  # type: ignore[attr-defined]  # (else kept for LIVE_TTL)
         async with UnitOfWork(site.db) as uow:
             game = await uow.games.get(game_type, number)
             assert game is not None
