@@ -22,7 +22,7 @@ def test_conflict_keys_of_board_commands_and_barriers():
         {"from:bob@x.test", "board:terrace6x6:7", "user:bob"}
     )
     # anything that may touch more than its board runs alone
-    for subject in ("terrace challenge ann bob", "signup ann pw", "terrace show 101", "terrace move ann pw 101 d2-e3"):
+    for subject in ("terrace challenge ann pw-ann bob", "signup ann pw", "terrace show 101", "terrace move ann pw 101 d2-e3"):
         assert Service.conflict_keys(mail(subject)) is None, subject
     assert Service.conflict_keys(mail("multiple", body="terrace move 101 ann pw d2-e3\nsignup x y\n")) is None
     # nothing readable: only the sender (the reply is an error to the sender)

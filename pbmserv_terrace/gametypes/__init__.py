@@ -23,11 +23,32 @@ from .base import BoardRules, Family, GameType, IllegalMoveError, SolitaireRules
 from .patience import PATIENCE_PASSWORD_AT, PATIENCE_VERBS, PatienceRules
 from .terrace import BOARD_VERBS, TerraceRules
 
+BOARD_PASSWORD_AT = {"challenge": 1}
+"""``challenge USERID PASSWORD OPPONENT…`` (issue 36): the second word is masked in
+quotes and logs whichever form it is (it is a password unless it names a player)"""
 GAME_TYPES: dict[str, GameType] = {
     g.name: g
     for g in (
-        GameType("terrace", "Terrace", "board", TerraceRules(8), ("terrace", "rules"), BOARD_VERBS, "help_terrace.txt"),
-        GameType("terrace6x6", "Terrace6x6", "board", TerraceRules(6), ("terrace6x6",), BOARD_VERBS, "help_terrace.txt"),
+        GameType(
+            "terrace",
+            "Terrace",
+            "board",
+            TerraceRules(8),
+            ("terrace", "rules"),
+            BOARD_VERBS,
+            "help_terrace.txt",
+            password_at=BOARD_PASSWORD_AT,
+        ),
+        GameType(
+            "terrace6x6",
+            "Terrace6x6",
+            "board",
+            TerraceRules(6),
+            ("terrace6x6",),
+            BOARD_VERBS,
+            "help_terrace.txt",
+            password_at=BOARD_PASSWORD_AT,
+        ),
         GameType(
             "patience",
             "Patience",

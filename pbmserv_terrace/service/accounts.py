@@ -8,6 +8,7 @@ from ..gametypes import DEFAULT_GAME_TYPE, GAME_TYPES
 from ..render import height_map, render
 from ..store import User
 from .args import check_addresses, check_password, check_userid, need, notice
+from .confirmations import set_addresses
 from .context import CommandError, Ctx
 from .plies import forfeit_all
 from .solitaire import help_lines
@@ -28,24 +29,31 @@ async def signup(ctx: Ctx, cmd: Command) -> None:
             and await ctx.service.passwords.check_async(uid, existing.password_hash, password)
         ):
             existing.signed_off = False
-            existing.addresses = addresses
-            notice(ctx, f"{ctx.server_name}: welcome back {uid}", f"Welcome back, {uid}: mail to you is on again.",
-                   f"Replies go to: {', '.join(addresses)}")  # fmt: skip
+            ctx.password_users.add(existing.id)
+            welcome = [f"Welcome back, {uid}: mail to you is on again."]
+            lines = await set_addresses(ctx, existing, addresses, welcome=welcome)
+            if welcome:
+                notice(ctx, f"{ctx.server_name}: welcome back {uid}", *welcome, *lines)
             return
         raise CommandError(f"the userid {uid} is already taken; choose another")
-    ctx.uow.users.add(
-        User(userid=uid, password_hash=await ctx.service.passwords.hash_async(password), addresses=addresses, signed_off=False,
-             accept_challenges=True, challenge_limit=None, seek=0, vacation=False, notify_all=False, created_at=ctx.now)
-    )  # fmt: skip
-    notice(
-        ctx,
-        f"{ctx.server_name}: signup {uid}",
+    # Every address waits for its confirmation mail to be answered (issue 36: a
+    # From proves nothing, so neither a given address nor the sender's own is
+    # mailed before); the answers to the user's own mails still go to their From.
+    user = User(userid=uid, password_hash=await ctx.service.passwords.hash_async(password), addresses=[],
+                pending_addresses=[], signed_off=False, accept_challenges=True, challenge_limit=None, seek=0,
+                vacation=False, notify_all=False, created_at=ctx.now)  # fmt: skip
+    ctx.uow.users.add(user)
+    await ctx.uow.flush()
+    ctx.password_users.add(user.id)
+    welcome = [
         f"Welcome to {ctx.server_name}, {uid}!",
-        f"Mail for you goes to: {', '.join(addresses)}",
         "",
-        f"Challenge someone:  terrace challenge {uid} OTHERUSER",
+        f"Challenge someone:  terrace challenge {uid} PASSWORD OTHERUSER",
         "Everything else:    help commands",
-    )
+    ]
+    lines = await set_addresses(ctx, user, addresses, welcome=welcome)
+    if welcome:  # the sender is none of the addresses: the welcome goes to the sender alone
+        notice(ctx, f"{ctx.server_name}: signup {uid}", *welcome, "", *lines)
 
 
 @command(
@@ -88,8 +96,11 @@ async def change(ctx: Ctx, cmd: Command) -> None:
                f"Every reply address of the board mails sent to {user.userid} so far is cancelled.",
                "Replies to them are refused; the next board mails carry new ones. Mail 'show BOARD' for a fresh one now.")  # fmt: skip
     else:
-        user.addresses = check_addresses(words[3:]) or [ctx.sender]
-        notice(ctx, f"{ctx.server_name}: address changed", f"Mail for {user.userid} now goes to: {', '.join(user.addresses)}")
+        wanted = check_addresses(words[3:]) or [ctx.sender]
+        lines = await set_addresses(ctx, user, wanted)
+        if not user.addresses:
+            lines.insert(0, f"No confirmed address is left for {user.userid}: no mail goes out until one is confirmed.")
+        notice(ctx, f"{ctx.server_name}: address changed", *lines)
 
 
 @command("signoff", game=False, usage="signoff USERID PASSWORD", auth=0)

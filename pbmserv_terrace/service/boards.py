@@ -340,13 +340,14 @@ async def send_board(
             continue
         done.add(user.id)
         seat = seats.get(user.id)
-        if seat is None or user.signed_off or not user.addresses:
+        addresses = ctx.addresses_of(user)  # confirmed ones only (issue 36)
+        if seat is None or user.signed_off or not addresses:
             others[picture is not None and user.pictures].append(user)
             continue
         reply_to, key = await ctx.board_reply_address(game, user)
         hint = reply_hint(game, seat)
         text = body.rstrip("\n") + "\n\n" + hint + "\n"
-        mail = Mail(list(dict.fromkeys(user.addresses)), subject, text, reply_to=reply_to, reply_key=key)
+        mail = Mail(list(dict.fromkeys(addresses)), subject, text, reply_to=reply_to, reply_key=key)
         if picture is not None and user.pictures:
             mail.html, mail.picture = picture.html(hint), picture.spec()
         ctx.out.append(mail)

@@ -86,6 +86,8 @@ class Ctx:
         self._reply_secret: bytes | None = None
         self.guard = GuardJournal(service.guessing)
         """this work's password outcomes; the service applies them once it is final"""
+        self.password_users: set[int] = set()
+        """users this mail gave the right password of (:meth:`addresses_of`)"""
 
     @property
     def sender(self) -> str:
@@ -114,13 +116,26 @@ class Ctx:
         """A mail to the sender only."""
         self.out.append(Mail([self.sender], subject, render(template, **values), for_sender=True))
 
+    def addresses_of(self, user: User) -> list[str]:
+        """Where mail to ``user`` goes: their confirmed addresses, and the sender of
+        this mail when it gave ``user``'s right password from one of ``user``'s
+        addresses still waiting for its confirmation (the answer to a player's own
+        mail goes to its From, as on pbmserv; issue 36).  Nothing else goes to an
+        unconfirmed address."""
+        found = list(user.addresses)
+        if self.mail is not None and user.id in self.password_users:
+            sender = self.mail.sender.lower()
+            if sender in {a.lower() for a in user.pending_addresses} and sender not in {a.lower() for a in found}:
+                found.append(self.mail.sender)
+        return found
+
     def send(self, users: list[User], subject: str, body: str) -> None:
-        """One mail to every address of each user (signed-off users get none)."""
+        """One mail to every (confirmed) address of each user (signed-off users get none)."""
         addresses: list[str] = []
         for user in users:
             if user.signed_off:
                 continue
-            for addr in user.addresses:
+            for addr in self.addresses_of(user):
                 if addr not in addresses:
                     addresses.append(addr)
         if addresses:
@@ -161,17 +176,22 @@ class Ctx:
         if self.keyed_user is not None and self.keyed_user.userid == self.user:
             return self.keyed_user
         guard = self.guard
-        wait = guard.locked_for(self.user, time.monotonic())
+        # wrong passwords count per (userid, sender), per sender and per userid
+        # (guards.GuessGuard): other addresses cannot lock a player out of their own
+        user = next((u for u in known if u.userid == self.user), None) or await self.uow.users.get(userid)
+        sender = self.mail.sender.lower() if self.mail is not None else ""
+        own = user is not None and sender in {a.lower() for a in user.addresses}
+        wait = guard.locked_for(self.user, time.monotonic(), sender=sender, own=own)
         if wait:
             unit = "minute" if wait == 1 else "minutes"
             raise CommandError(f"too many wrong passwords for {self.user[:32]}; try again in {wait} {unit}")
-        user = next((u for u in known if u.userid == self.user), None) or await self.uow.users.get(userid)
         stored = user.password_hash if user is not None else self.service.dummy_hash
         ok = await self.service.passwords.check_async(self.user, stored, password)
         if user is None or not ok or user.is_deleted:
-            guard.failed(self.user, time.monotonic())
+            guard.failed(self.user, time.monotonic(), sender=sender)
             raise CommandError("the userid or the password is not correct")
-        guard.succeeded(self.user)
+        guard.succeeded(self.user, sender=sender)
+        self.password_users.add(user.id)
         if needs_rehash(user.password_hash):
             # an older hash (scrypt, or weaker argon2 parameters): replace it now that
             # the password is known; the cache entry of the old hash simply expires

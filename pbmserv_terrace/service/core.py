@@ -26,7 +26,7 @@ from ..inbound import InboundMail, is_valid_address, never_answer
 from ..store import Database, MailUndo, UnitOfWork, utcnow
 from ..store.models import DELETED_HASH_PREFIX
 from ..store.repos import Users
-from . import keyed, robots, solitaire, timers
+from . import authentic, keyed, robots, solitaire, timers
 from .args import MissingArguments, missing_reason, notice
 from .boards import ROUTINE_ROUNDS
 from .context import CommandError, Ctx, Mail
@@ -352,11 +352,26 @@ class Service:
             else:
                 asked.append(len(checks))
                 checks.append("")
-        verdicts = await self.throttle.check_many(
-            [(mails[i].sender.lower(), mails[i].message_id) for i in asked], time.monotonic()
-        )
+        clock = time.monotonic()
+        verdicts = await self.throttle.check_many([(mails[i].sender.lower(), mails[i].message_id) for i in asked], clock)
         for i, verdict in zip(asked, verdicts, strict=True):
             checks[i] = verdict
+        await authentic.refresh_senders(self.guessing, self.registry, [mails[i] for i in asked])
+        over = [i for i in asked if checks[i] != "ok"]
+        if over:
+            # From is not identity (issue 36): a mail over its sender's limit that
+            # proves its writer (password, reply or confirmation key) is counted
+            # per (user, sender) instead, so a forged flood cannot silence a player
+            proven = await authentic.authenticated_as(
+                self.db, self.passwords, self.guessing, self.registry, self.config.server.address, [mails[i] for i in over]
+            )
+            again = [(i, userid) for i, userid in zip(over, proven, strict=True) if userid]
+            if again:
+                second = await self.throttle.check_many(
+                    [(mails[i].sender.lower(), mails[i].message_id) for i, _ in again], clock, [u for _, u in again]
+                )
+                for (i, _), verdict in zip(again, second, strict=True):
+                    checks[i] = verdict
         return checks
 
     async def _handle(self, mail: InboundMail, now: datetime, verdict: str, *, check_seen: bool = True) -> HandleResult:

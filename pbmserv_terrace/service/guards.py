@@ -27,75 +27,149 @@ FORGET_EVERY = 60.0
 
 
 class Throttle:
-    """Per-sender command counts in a sliding one-minute window (in this process).
+    """Command counts in a sliding one-minute window (in this process), per
+    sender, and per (user, sender) for mails over their sender's limit that
+    authenticate (issue 36: a flood under a forged From must not silence the
+    real player, whose mails carry a password or a reply key a forger lacks).
     ``check`` says ok, notice (the first mail over the limit) or drop."""
 
     def __init__(self, per_minute: int) -> None:
         self.per_minute = per_minute
-        self._times: dict[str, collections.deque[float]] = {}
-        self._noticed: dict[str, float] = {}
+        self._times: dict[tuple[str, str], collections.deque[float]] = {}
+        self._noticed: dict[tuple[str, str], float] = {}
 
-    async def check(self, sender: str, message_id: str, now: float) -> str:
-        """``now``: time.monotonic()."""
-        return self.check_now(sender, now)
+    async def check(self, sender: str, message_id: str, now: float, *, userid: str = "") -> str:
+        """``now``: time.monotonic(); ``userid``: count the mail per (user, sender)."""
+        return self.check_now(sender, now, userid=userid)
 
-    async def check_many(self, mails: Sequence[tuple[str, str]], now: float) -> list[str]:
+    async def check_many(self, mails: Sequence[tuple[str, str]], now: float, userids: Sequence[str] | None = None) -> list[str]:
         """:meth:`check` for several mails (sender, Message-ID), in order."""
-        return [await self.check(sender, message_id, now) for sender, message_id in mails]
+        users = list(userids) if userids is not None else [""] * len(mails)
+        return [
+            await self.check(sender, message_id, now, userid=user)
+            for (sender, message_id), user in zip(mails, users, strict=True)
+        ]
 
-    def check_now(self, sender: str, now: float) -> str:
-        times = self._times.setdefault(sender, collections.deque())
+    def check_now(self, sender: str, now: float, *, userid: str = "") -> str:
+        key = (sender, userid)
+        times = self._times.setdefault(key, collections.deque())
         while times and times[0] <= now - 60:
             times.popleft()
         if len(self._times) > 50_000:  # forget quiet senders
-            for key in [k for k, v in self._times.items() if not v or v[-1] <= now - 60][:10_000]:
-                self._times.pop(key, None)
-                self._noticed.pop(key, None)
+            for quiet in [k for k, v in self._times.items() if not v or v[-1] <= now - 60][:10_000]:
+                self._times.pop(quiet, None)
+                self._noticed.pop(quiet, None)
         if len(times) >= self.per_minute:
-            if self._noticed.get(sender, -1e9) > now - 60:
+            if self._noticed.get(key, -1e9) > now - 60:
                 return "drop"
-            self._noticed[sender] = now
+            self._noticed[key] = now
             return "notice"
         times.append(now)
         return "ok"
 
 
+Pending = Sequence[tuple[str, str, float | None]]
+"""password outcomes not counted yet, in order: (userid, sender, time of a
+failure), or (userid, sender, None) for a success"""
+
+
+def _lock(times: Sequence[float], free: int, now: float, span: float) -> int:
+    """Minutes to wait after ``times`` (failures, oldest first) when ``free`` of
+    them within ``span`` seconds are free: 1, 2, 4 … (at most 60) minutes after
+    the last one for each one more."""
+    recent = [t for t in times if t > now - span]
+    extra = len(recent) - free
+    if extra < 0:
+        return 0
+    until = recent[-1] + 60.0 * min(60, 2**extra)
+    return 0 if until <= now else int((until - now) // 60) + 1
+
+
 class GuessGuard:
-    """Slows password guessing against one userid (known or not, alike): after
-    FREE wrong passwords within WINDOW seconds, every further attempt must wait
-    1, 2, 4 … (at most 60) minutes after the last failure."""
+    """Slows password guessing (issue 36: From is not identity).  Wrong passwords
+    are counted three ways, and an attempt waits when any of them is over:
+
+    - per (userid, sender): FREE within WINDOW seconds, then 1, 2, 4 … (at most
+      60) minutes after the last failure.  A guesser, or a forger writing under
+      someone's From, slows only attempts from that address;
+    - per sender, over every userid (SENDER_FREE): one address guessing many
+      userids.  Not applied to a userid's own (confirmed) address, so mails
+      forged under it for other userids cannot lock its owner out;
+    - per userid, every sender together (USER_FREE, a high cap): guessing spread
+      over many addresses.  Only above it are the owner's own attempts held.
+
+    Unknown userids are counted alike (the same answers as known ones)."""
 
     FREE, WINDOW = 5, 900.0
+    SENDER_FREE = 20
+    USER_FREE = 60
+    KEEP = 128
+    """failures remembered per key (more than any free count)"""
+    SPAN = 3600.0
+    """seconds a failure can still hold back an attempt"""
 
     def __init__(self) -> None:
-        self._failures: dict[str, list[float]] = {}
+        self._failures: dict[str, dict[str, list[float]]] = {}
+        """userid → sender → failure times"""
+        self._by_user: dict[str, list[float]] = {}
+        self._by_sender: dict[str, list[float]] = {}
 
     def _after_failure(self, times: list[float], now: float) -> list[float]:
-        return [*(t for t in times if t > now - self.WINDOW), now][-64:]
+        return [*(t for t in times if t > now - self.WINDOW), now][-self.KEEP :]
 
-    def failed(self, userid: str, now: float) -> None:
-        self._failures[userid] = self._after_failure(self._failures.get(userid, []), now)
-        if len(self._failures) > 100_000:
-            self._failures.pop(next(iter(self._failures)))
+    @staticmethod
+    def _bounded(table: dict[str, Any]) -> None:
+        if len(table) > 100_000:
+            table.pop(next(iter(table)))
 
-    def succeeded(self, userid: str) -> None:
-        self._failures.pop(userid, None)
+    def failed(self, userid: str, now: float, *, sender: str = "") -> None:
+        mine = self._failures.setdefault(userid, {})
+        mine[sender] = self._after_failure(mine.get(sender, []), now)
+        if len(mine) > 1000:  # forget the quietest senders of one userid
+            mine.pop(next(iter(mine)))
+        self._by_user[userid] = self._after_failure(self._by_user.get(userid, []), now)
+        if sender:
+            self._by_sender[sender] = self._after_failure(self._by_sender.get(sender, []), now)
+        for table in (self._failures, self._by_user, self._by_sender):
+            self._bounded(table)
 
-    def locked_for(self, userid: str, now: float, pending: Sequence[float | None] = ()) -> int:
-        """Minutes still to wait (0 = may try).  ``pending``: outcomes not counted
-        yet, in order: the time of a failure, or None for a success."""
-        times = self._failures.get(userid, [])
-        for when in pending:
-            times = [] if when is None else self._after_failure(times, when)
-        recent = [t for t in times if t > now - max(self.WINDOW, 3600.0)]
-        extra = len(recent) - self.FREE
-        if extra < 0:
-            return 0
-        until = recent[-1] + 60.0 * min(60, 2**extra)
-        return 0 if until <= now else int((until - now) // 60) + 1
+    def succeeded(self, userid: str, *, sender: str = "") -> None:
+        """The right password from ``sender``: its own failures are forgotten
+        (not other senders' nor the per-userid count: a guesser elsewhere gains
+        nothing by the owner's success)."""
+        mine = self._failures.get(userid)
+        if mine is not None:
+            mine.pop(sender, None)
+            if not mine:
+                del self._failures[userid]
 
-    async def refresh(self, userids: Sequence[str]) -> None:
-        """Learn what other workers counted for these userids (nothing to learn here)."""
+    def locked_for(self, userid: str, now: float, pending: Pending = (), *, sender: str | None = None, own: bool = False) -> int:
+        """Minutes still to wait (0 = may try) before a password of ``userid``
+        from ``sender`` is checked; ``own``: ``sender`` is one of the userid's
+        confirmed addresses.  ``sender`` None: the longest wait of any sender
+        (for work done ahead, which decides nothing)."""
+        pairs = dict(self._failures.get(userid, {}))
+        user = self._by_user.get(userid, [])
+        from_sender = self._by_sender.get(sender, []) if sender else []
+        for who, where, when in pending:
+            if when is None:
+                if who == userid:
+                    pairs.pop(where, None)
+                continue
+            if who == userid:
+                pairs[where] = self._after_failure(pairs.get(where, []), when)
+                user = self._after_failure(user, when)
+            if sender and where == sender:
+                from_sender = self._after_failure(from_sender, when)
+        chosen = list(pairs.values()) if sender is None else [pairs.get(sender, [])]
+        waits = [_lock(times, self.FREE, now, self.SPAN) for times in chosen]
+        waits.append(_lock(user, self.USER_FREE, now, self.SPAN))
+        if sender and not own:
+            waits.append(_lock(from_sender, self.SENDER_FREE, now, self.SPAN))
+        return max(waits)
+
+    async def refresh(self, userids: Sequence[str], senders: Sequence[str] = ()) -> None:
+        """Learn what other workers counted for these userids and senders (nothing to learn here)."""
 
 
 class GuardJournal:
@@ -107,21 +181,24 @@ class GuardJournal:
 
     def __init__(self, guard: GuessGuard) -> None:
         self.guard = guard
-        self.events: list[tuple[str, float | None]] = []
-        """(userid, time of a failure) or (userid, None) for a success, in order"""
+        self.events: list[tuple[str, str, float | None]] = []
+        """(userid, sender, time of a failure) or (userid, sender, None) for a success, in order"""
 
-    def locked_for(self, userid: str, now: float) -> int:
-        return self.guard.locked_for(userid, now, [when for who, when in self.events if who == userid])
+    def locked_for(self, userid: str, now: float, *, sender: str | None = None, own: bool = False) -> int:
+        return self.guard.locked_for(userid, now, self.events, sender=sender, own=own)
 
-    def failed(self, userid: str, now: float) -> None:
-        self.events.append((userid, now))
+    def failed(self, userid: str, now: float, *, sender: str = "") -> None:
+        self.events.append((userid, sender, now))
 
-    def succeeded(self, userid: str) -> None:
-        self.events.append((userid, None))
+    def succeeded(self, userid: str, *, sender: str = "") -> None:
+        self.events.append((userid, sender, None))
 
     def apply(self) -> None:
-        for who, when in self.events:
-            self.guard.succeeded(who) if when is None else self.guard.failed(who, when)
+        for who, where, when in self.events:
+            if when is None:
+                self.guard.succeeded(who, sender=where)
+            else:
+                self.guard.failed(who, when, sender=where)
         self.events.clear()
 
 
@@ -139,14 +216,15 @@ class SharedThrottle(Throttle):
         self.db = db
         self._forgotten = 0.0
 
-    async def check(self, sender: str, message_id: str, now: float) -> str:
-        return (await self.check_many([(sender, message_id)], now))[0]
+    async def check(self, sender: str, message_id: str, now: float, *, userid: str = "") -> str:
+        return (await self.check_many([(sender, message_id)], now, [userid]))[0]
 
-    async def check_many(self, mails: Sequence[tuple[str, str]], now: float) -> list[str]:
+    async def check_many(self, mails: Sequence[tuple[str, str]], now: float, userids: Sequence[str] | None = None) -> list[str]:
         """One statement for a batch's mails when their senders differ (a batch's
         mails never share a sender in ``serve``), else one at a time."""
-        if len({sender for sender, _ in mails}) != len(mails):
-            return await super().check_many(mails, now)
+        users = list(userids) if userids is not None else [""] * len(mails)
+        if len({(sender, user) for (sender, _), user in zip(mails, users, strict=True)}) != len(mails):
+            return [(await self.check_many([mail], now, [user]))[0] for mail, user in zip(mails, users, strict=True)]
         wall = _wall(now)
         if wall - self._forgotten > FORGET_EVERY:
             self._forgotten = wall
@@ -154,7 +232,7 @@ class SharedThrottle(Throttle):
                 await shared.forget_old(self.db, wall, keep_failures=2 * 3600.0)
             except Exception:
                 log.warning("could not clear old throttle counts", exc_info=True)
-        return await shared.throttle_check_many(self.db, mails, wall, self.per_minute)
+        return await shared.throttle_check_many(self.db, mails, wall, self.per_minute, users)
 
 
 class SharedGuessGuard(GuessGuard):
@@ -171,17 +249,17 @@ class SharedGuessGuard(GuessGuard):
         self._writes: set[asyncio.Task[None]] = set()
         self._order = asyncio.Lock()
 
-    def failed(self, userid: str, now: float) -> None:
-        super().failed(userid, now)
-        self._write(shared.password_failed(self.db, userid, _wall(now)))
+    def failed(self, userid: str, now: float, *, sender: str = "") -> None:
+        super().failed(userid, now, sender=sender)
+        self._write(shared.password_failed(self.db, userid, sender, _wall(now)))
 
-    def succeeded(self, userid: str) -> None:
+    def succeeded(self, userid: str, *, sender: str = "") -> None:
         # only when there is something to clear (as of the last refresh): not a
         # write per mail; failures another worker counts after that refresh stay
         # until they age out (stricter, never looser)
-        if userid in self._failures:
-            super().succeeded(userid)
-            self._write(shared.password_succeeded(self.db, userid))
+        if sender in self._failures.get(userid, {}):
+            super().succeeded(userid, sender=sender)
+            self._write(shared.password_succeeded(self.db, userid, sender))
 
     def _write(self, statement: Coroutine[Any, Any, None]) -> None:
         async def write() -> None:
@@ -204,23 +282,37 @@ class SharedGuessGuard(GuessGuard):
         while self._writes:
             await asyncio.gather(*list(self._writes), return_exceptions=True)
 
-    async def refresh(self, userids: Sequence[str]) -> None:
-        if not userids:
+    async def refresh(self, userids: Sequence[str], senders: Sequence[str] = ()) -> None:
+        """Every worker's failures of these userids and from these senders, in
+        place of this process's own."""
+        if not userids and not senders:
             return
         await self.settle()  # this worker's own, first
         offset = time.time() - time.monotonic()
-        since = time.time() - max(self.WINDOW, 3600.0)
+        since = time.time() - self.SPAN
         try:
-            counted = await shared.password_failures(self.db, userids, since)
+            rows = await shared.password_failures(self.db, userids, since, senders)
         except Exception:
             log.warning("could not read the other workers' password failures", exc_info=True)
             return
         for userid in userids:
-            times = [t - offset for t in counted.get(userid, [])][-64:]
-            if times:
-                self._failures[userid] = times
-            else:
-                self._failures.pop(userid, None)
+            self._failures.pop(userid, None)
+            self._by_user.pop(userid, None)
+        for sender in senders:
+            self._by_sender.pop(sender, None)
+            for mine in self._failures.values():
+                mine.pop(sender, None)
+        wanted_users, wanted_senders = set(userids), set(senders)
+        for userid, sender, at in rows:  # oldest first
+            when = at - offset
+            mine = self._failures.setdefault(userid, {})
+            mine[sender] = [*mine.get(sender, []), when][-self.KEEP :]
+            if userid in wanted_users:
+                self._by_user[userid] = [*self._by_user.get(userid, []), when][-self.KEEP :]
+            if sender in wanted_senders:
+                self._by_sender[sender] = [*self._by_sender.get(sender, []), when][-self.KEEP :]
+        for userid in [u for u, mine in self._failures.items() if not mine]:
+            del self._failures[userid]
 
 
 def throttle_for(db: Database, per_minute: int) -> Throttle:

@@ -4,10 +4,14 @@ preferences, vacation."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..commands import Command
+from ..commands.parse import redact
 from ..gametypes import DEFAULT_GAME_TYPE, board_rules, game_title
 from ..render import CommentView
 from ..store import Game, Seat, Subscription, User
+from . import confirmations
 from .args import check_userid, joined_move, need, notice, shortened
 from .boards import (
     FORFEIT,
@@ -33,6 +37,7 @@ from .plies import (
     resign_seat,
     schedule,
 )
+from .robots import check_robot_games
 from .spec import command
 
 TIMER_OPTIONS = ("nagtime", "forfeittime", "totaltime")
@@ -40,19 +45,73 @@ MAX_QUEUE = 10
 
 
 # ------------------------------------------------------------------ challenge
-@command(
-    "challenge",
-    game=True,
-    usage="challenge USERID1 USERID2 [USERID3 [USERID4]] [-long|-medium|-short|-master] [--nagtime=DAYS] [--forfeittime=DAYS] [--totaltime=DAYS]",
+CHALLENGE_USAGE = (
+    "challenge USERID PASSWORD OPPONENT [OPPONENT [OPPONENT]] [-long|-medium|-short|-master] [--nagtime=DAYS] "
+    "[--forfeittime=DAYS] [--totaltime=DAYS] | challenge USERID1 USERID2 [USERID3 [USERID4]] [...]  (without a password: "
+    "confirmed by Reply from USERID's registered address)"
 )
+
+
+@command("challenge", game=True, usage=CHALLENGE_USAGE)
 async def challenge(ctx: Ctx, cmd: Command) -> None:
-    words = list(need(cmd, 2, 4))
+    """A new board.  From is not identity (issue 36): with the challenger's password
+    (``challenge U P OPPONENT…``, the challenger sits first unless named again
+    among the players) the board opens at once; the pbmserv form without one
+    (``challenge U1 U2 …``) only mails a confirmation to the registered address
+    the mail claims to come from, and the board opens when that is answered."""
+    words = list(need(cmd, 2, 5))
+    second = await ctx.uow.users.get(words[1]) if len(words) >= 3 else None
+    if len(words) >= 3 and (second is None or second.is_deleted):
+        # the second word names no player: it is the first one's password
+        try:
+            challenger = await ctx.auth(words[0], words[1])
+        except CommandError as exc:
+            if "not correct" in exc.reason:
+                exc.reason += " (the second word names no player, so it was read as the password of the first)"
+            raise
+        rest = words[2:]
+        players = rest if challenger.userid in {w.lower() for w in rest} else [challenger.userid, *rest]
+        game_type, variant, options, users = await _challenge_checks(ctx, cmd, players)
+        await _open_board(ctx, cmd, game_type, variant, options, users, challenger.userid)
+        return
+    game_type, variant, options, users = await _challenge_checks(ctx, cmd, words)
+    sender = ctx.sender.lower()
+    by = next((u for u in users if not u.is_robot and sender in {a.lower() for a in u.addresses}), None)
+    if by is None:
+        raise CommandError(
+            "a challenge without a password is opened only when its challenger confirms it, and this mail does not come "
+            f"from a registered address of any of its players; give your password: {cmd.game_type or DEFAULT_GAME_TYPE} "
+            "challenge USERID PASSWORD OPPONENT..."
+        )
+    text = shortened(ctx, cmd.comment) if cmd.comment.strip() else ""
+    payload = {"game_type": game_type, "words": words, "params": cmd.params, "options": cmd.options, "comment": text}
+    values = {"command": redact(cmd.text)[:300], "players": ", ".join(u.userid for u in users), "game": game_type,
+              "comment": CommentView(by.userid, text) if text else None}  # fmt: skip
+    await confirmations.ask_challenge(ctx, by, ctx.sender, payload, values)
+
+
+async def _confirmed_challenge(ctx: Ctx, payload: dict[str, Any], user: User) -> None:
+    """A challenge made without a password, confirmed by ``user`` (its challenger):
+    checked again as it stands now, then opened."""
+    cmd = Command("challenge", str(payload["game_type"]), list(payload["words"]), list(payload["params"]),
+                  dict(payload["options"]), str(payload["comment"]), text="challenge")  # fmt: skip
+    game_type, variant, options, users = await _challenge_checks(ctx, cmd, list(cmd.words))
+    if user.id not in {u.id for u in users}:
+        raise CommandError(f"{user.userid} no longer plays in this challenge")
+    await _open_board(ctx, cmd, game_type, variant, options, users, user.userid)
+
+
+async def _challenge_checks(ctx: Ctx, cmd: Command, words: list[str]) -> tuple[str, str, dict[str, float], list[User]]:
+    """The game type, setup, timer options and players of a challenge, every
+    refusal raised (COMMANDS.md §3)."""
     game_type = cmd.game_type or DEFAULT_GAME_TYPE
     rules = board_rules(game_type)
     setups = rules.two_player_setups
     params = list(cmd.params)
     if len(words) == 3 and words[2].lower() in setups[:-1]:
         params.append(words.pop().lower())  # the old form: challenge U1 U2 short
+    if len(words) > 4:
+        raise CommandError("a board seats 2 to 4 players")
     unknown = [p for p in params if p not in setups]
     if unknown or len(params) > 1:
         raise CommandError(
@@ -105,6 +164,17 @@ async def challenge(ctx: Ctx, cmd: Command) -> None:
         raise CommandError(
             "the challenge cannot be made: a game needs at least one person; robots play people, not only each other"
         )
+    await check_robot_games(ctx.uow.session, users)  # each costs the robots' pool a search a move (issue 36)
+    return game_type, variant, options, users
+
+
+async def _open_board(
+    ctx: Ctx, cmd: Command, game_type: str, variant: str, options: dict[str, float], users: list[User], author: str
+) -> None:
+    """The new board, its subscribers, its timers and its first mail; the comment
+    is signed with the challenger's userid (never an address: addresses are not
+    shown to other players)."""
+    rules = board_rules(game_type)
     start = rules.dump(rules.start(variant))
     number = await ctx.uow.games.next_board_number(game_type)
     game = Game(
@@ -132,10 +202,6 @@ async def challenge(ctx: Ctx, cmd: Command) -> None:
     for watcher in await ctx.uow.watchers.subscribers_of_all(game_type):
         ctx.uow.watchers.add(Subscription(game_type=game_type, game_id=game.id, user_id=watcher.id))
     schedule(ctx, game)
-    # the comment is signed with the sender's userid (a player whose address sent it),
-    # never with the address itself: addresses are not shown to other players
-    sender = ctx.sender.lower()
-    author = next((u.userid for u in users if sender in {a.lower() for a in u.addresses}), "the challenger")
     comment = CommentView(author, shortened(ctx, cmd.comment)) if cmd.comment.strip() else None
     await ctx.uow.flush()
     await mail_game(ctx, game, template="new_game.txt", comment=comment, new=True)
@@ -382,8 +448,16 @@ async def submit(ctx: Ctx, cmd: Command) -> None:
     )
 
 
-@command("confirm", game=True, usage="confirm BOARD USERID PASSWORD", auth=1)
+@command("confirm", game=True, usage="confirm BOARD USERID PASSWORD | confirm KEY  (the reply to a confirmation mail)", auth=1)
 async def confirm(ctx: Ctx, cmd: Command) -> None:
+    if len(cmd.words) == 1 and confirmations.is_key(cmd.words[0]):
+        # the Reply to a confirmation mail (an address, or a challenge made without a password)
+        row, user = await confirmations.take(ctx, cmd.words[0])
+        if row.kind == "address":
+            confirmations.confirm_address(ctx, row, user)
+        else:
+            await _confirmed_challenge(ctx, row.payload, user)
+        return
     words = need(cmd, 3, 3)
     game, user, seat = await _player(ctx, cmd, words)
     if not seat.submitted_move:

@@ -1,5 +1,6 @@
 """Persistence: models, repositories, the Unit of Work, engines and migrations."""
 
+from .confirmations import Confirmation, Confirmations
 from .counters import PasswordFailure, ThrottleMark, ThrottleNotice
 from .db import DEFAULT_DATABASE_URL, Database, normalise_url, utcnow
 from .models import (
@@ -24,6 +25,8 @@ __all__ = [
     "DEFAULT_DATABASE_URL",
     "Base",
     "BoardCounter",
+    "Confirmation",
+    "Confirmations",
     "Database",
     "FinishedGame",
     "Game",

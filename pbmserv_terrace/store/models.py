@@ -57,6 +57,10 @@ class User(Base):
     """board mails with the board picture (HTML part); False: plain text only"""
     robot_level: Mapped[int | None] = mapped_column(Integer, default=None)
     """the engine level of a robot player (1-3, migration 0004); None for people"""
+    pending_addresses: Mapped[list[str]] = mapped_column(default=list, server_default="[]")
+    """addresses given at signup or by ``change address`` that have not answered
+    their confirmation mail yet (migration 0008): they get no mail but that one;
+    ``addresses`` holds only confirmed ones (issue 36)"""
 
     @property
     def is_robot(self) -> bool:
@@ -72,6 +76,7 @@ class User(Base):
         self.password_hash = DELETED_HASH_PREFIX + "deleted"
         self.signed_off = True
         self.addresses = []
+        self.pending_addresses = []
 
 
 class Game(Base):

@@ -17,7 +17,7 @@ from .test_sender_process import Serve, alive, children, wait_for
 def robot_to_think(serve: Serve, cwd: Path) -> None:
     """ann challenges robot3 and makes her first move: the robot is to move."""
     serve.mail("ann@home.test", "signup ann pw-ann")
-    serve.mail("ann@home.test", "terrace challenge ann robot3")
+    serve.mail("ann@home.test", "terrace challenge ann pw-ann robot3")
     db = cwd / "pbmserv.db"
 
     def board() -> tuple[str, int] | None:

@@ -60,7 +60,7 @@ async def until_idle(h: Harness, *players: RobotPlayer) -> None:
 
 
 def test_two_robot_loops_after_a_crash_play_the_waiting_move_once(h):
-    h.send("ann", "terrace challenge ann robot2")
+    h.send("ann", "terrace challenge ann pw-ann robot2")
 
     async def scenario() -> tuple[list[int], int]:
         assert [t.key for t in await human_move(h, "terrace move 101 ann pw-ann d2-e3")] == [("terrace", 101)]
@@ -78,7 +78,7 @@ def test_two_robot_loops_after_a_crash_play_the_waiting_move_once(h):
 
 
 def test_a_mails_robot_turn_is_played_by_the_running_loop(h):
-    h.send("ann", "terrace challenge ann robot1")
+    h.send("ann", "terrace challenge ann pw-ann robot1")
 
     async def scenario() -> list[int]:
         woken: list[int] = []

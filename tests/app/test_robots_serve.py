@@ -79,7 +79,7 @@ def play_against_robot(tmp: Path, robot: str, setup: str, game_type: str = "terr
                 break
             assert time.time() < deadline, out.stderr
             time.sleep(0.2)
-        out = cli("send", "--from", "ann@home.test", f"{game_type} challenge ann {robot} {setup}".strip(), cwd=tmp, env=env)
+        out = cli("send", "--from", "ann@home.test", f"{game_type} challenge ann pw-ann {robot} {setup}".strip(), cwd=tmp, env=env)
         assert out.returncode == 0, out.stderr
         while True:
             # wait for the mail that answers the last one: the person to move, or the game over

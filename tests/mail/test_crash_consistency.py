@@ -32,7 +32,7 @@ def stream(seed: int = 11, total: int = 500) -> list[bytes]:
     games = []
     for g in range(50):
         w, b = rng.sample(players, 2)
-        mails.append((w, f"terrace challenge {w} {b}", ""))
+        mails.append((w, f"terrace challenge {w} pw-{w} {b}", ""))
         games.append([101 + g, w, b, start_position("long")])
     while len(mails) < total:
         active = [g for g in games if g[3].outcome() is None]

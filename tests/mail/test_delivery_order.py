@@ -36,7 +36,7 @@ def test_moves_are_applied_by_internaldate_not_uid(
     for name in ("ann", "ben"):
         players.send(name, f"signup {name} pw-{name}")
         players.wait(name)
-    players.send("ann", "terrace challenge ann ben")
+    players.send("ann", "terrace challenge ann pw-ann ben")
     players.wait("ann")
     players.wait("ben")
     assert serve.stop() == 0

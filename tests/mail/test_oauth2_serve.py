@@ -139,9 +139,9 @@ def _run(
     # ------------------------------------------------------------------ setup
     setup = [loop.send(p, f"signup {p} pw-{p}") for p in PLAYERS]
     loop.wait_answered(setup, 60)
-    setup.append(loop.send("ann", "terrace challenge ann ben"))
+    setup.append(loop.send("ann", "terrace challenge ann pw-ann ben"))
     loop.wait_answered(setup, 60)
-    setup.append(loop.send("cat", "terrace challenge cat dan"))
+    setup.append(loop.send("cat", "terrace challenge cat pw-cat dan"))
     loop.wait_answered(setup, 60)
     report.append(figures("setup", len(setup), loop.latencies(setup)))
 

@@ -230,11 +230,11 @@ def _run(loop: Loop, serve: Serve, postfix: PostfixServer, dovecot: DovecotServe
     # ------------------------------------------------------ setup and the game
     setup = [loop.send(p, f"signup {p} pw-{p}") for p in PLAYERS]
     loop.wait_answered(setup, 60)
-    # one challenge after the other: the two mails pass Postfix in either order, and the
+    # one challenge after pw-after the other: the two mails pass Postfix in either order, and the
     # boards are numbered in the order the server reads them (ann and ben get 101)
-    setup.append(loop.send("ann", "terrace challenge ann ben"))
+    setup.append(loop.send("ann", "terrace challenge ann pw-ann ben"))
     loop.wait_answered(setup, 60)
-    setup.append(loop.send("cat", "terrace challenge cat dan"))
+    setup.append(loop.send("cat", "terrace challenge cat pw-cat dan"))
     loop.wait_answered(setup, 60)
     last: dict[str, Message] = {}
     for p, _, m in loop.boxes.mails:

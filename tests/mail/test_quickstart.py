@@ -71,7 +71,7 @@ def test_readme_quick_start_then_backup_restore_and_continue(tmp_path, pg_cluste
                 for name in ("ann", "ben"):
                     send(name, f"signup {name} pw-{name}")
                     players.wait(name)
-                send("ann", "terrace challenge ann ben")
+                send("ann", "terrace challenge ann pw-ann ben")
                 players.wait("ann"), players.wait("ben")
                 send("ann", "terrace move 101 ann pw-ann d2-e3")
                 assert "ann played C-d2-e3" in body(players.wait("ann")[0])
@@ -92,7 +92,7 @@ def test_readme_quick_start_then_backup_restore_and_continue(tmp_path, pg_cluste
                 assert "ben played B-d7-d6" in body(mail) and "1. C-d2-e3       B-d7-d6" in body(mail)
                 assert mail["Subject"] == "Terrace Board 101 ann"
                 players.wait("ann")
-                send("ann", "terrace challenge ann ben")
+                send("ann", "terrace challenge ann pw-ann ben")
                 assert players.wait("ann")[0]["Subject"] == "New Terrace Board 102 ann"  # numbering continues
             finally:
                 stop_serve(serve)

@@ -68,7 +68,7 @@ def test_serve_without_move_or_idle(tmp_path: Path, bare_dovecot: DovecotServer)
         for name in ("ann", "ben"):
             players.send(name, f"signup {name} pw-{name}")
             assert "Welcome" in body(players.wait(name, timeout=40)[0])
-        players.send("ann", "terrace challenge ann ben")
+        players.send("ann", "terrace challenge ann pw-ann ben")
         assert players.wait("ben", timeout=40)[0]["Subject"] == "New Terrace Board 101 ann"
         assert serve.stop() == 0
         assert bare_dovecot.fetch_all(SERVER) == []

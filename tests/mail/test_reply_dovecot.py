@@ -47,7 +47,7 @@ def test_a_game_by_reply_through_dovecot(serve_factory, relay, players):
     for name in ("ann", "ben"):
         players.send(name, f"signup {name} pw-{name}")
         players.wait(name)
-    players.send("ann", "terrace challenge ann ben -short")
+    players.send("ann", "terrace challenge ann pw-ann ben -short")
     last = {name: players.wait(name)[0] for name in ("ann", "ben")}
     assert "Reply to this mail with your move" in body(last["ann"])
     # a reply to an older mail, after the board moved on, changes nothing

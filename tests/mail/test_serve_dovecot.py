@@ -18,7 +18,7 @@ def test_signup_challenge_game_error_and_chat(serve_factory, relay, players, dov
     for name in ("ann", "ben"):
         players.send(name, f"signup {name} pw-{name}")
         assert "Welcome" in body(players.wait(name)[0])
-    players.send("ann", "terrace6x6 challenge ann ben -short", "Good luck")
+    players.send("ann", "terrace6x6 challenge ann pw-ann ben -short", "Good luck")
     for name in ("ann", "ben"):
         new = players.wait(name)[0]
         assert new["Subject"] == "New Terrace6x6 Board 101 ann **"
@@ -79,7 +79,7 @@ def test_imap_connection_cut_reconnects_without_loss_or_doubles(serve_factory, r
     players.wait("ann")
     subprocess.run(["doveadm", "-c", str(dovecot.base / "dovecot.conf"), "kick", SERVER], capture_output=True, timeout=30)
     players.send("ben", "signup ben pw-ben")
-    players.send("ann", "terrace challenge ann ben")
+    players.send("ann", "terrace challenge ann pw-ann ben")
     assert "Welcome" in body(players.wait("ben", 1, timeout=60)[0])
     assert players.wait("ann")[0]["Subject"] == "New Terrace Board 101 ann"
     players.wait("ben")
@@ -96,7 +96,7 @@ def test_sigkill_while_mails_in_flight_then_restart(serve_factory, relay, player
     for name in ("ann", "ben"):
         players.send(name, f"signup {name} pw-{name}")
         players.wait(name)
-    players.send("ann", "terrace challenge ann ben")
+    players.send("ann", "terrace challenge ann pw-ann ben")
     players.wait("ann")
     players.wait("ben")
     pos = start_position()

@@ -77,7 +77,7 @@ def data_of(name: str, tag: str = "") -> bytes:
 def h():
     harness = Harness()
     harness.signup("ann", "ben")
-    harness.send("ann", "terrace challenge ann ben")
+    harness.send("ann", "terrace challenge ann pw-ann ben")
     yield harness
     harness.close()
 

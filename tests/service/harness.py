@@ -121,17 +121,26 @@ class Harness:
         return self.raw(raw_mail(sender, subject, body, **kw))  # type: ignore[arg-type]
 
     def signup(self, *names: str) -> None:
+        """Sign each one up from NAME@players.test and confirm the address by Reply
+        (issue 36: an address gets mail only once it is confirmed)."""
         for name in names:
             replies = self.send(name, f"signup {name} pw-{name}")
             assert len(replies) == 1 and "Welcome" in replies[0].body, replies
+            confirm(self, replies[0])
+
+    def challenge(self, *players: str, options: str = "", game: str = "terrace", body: str = "") -> list[Reply]:
+        """The first player challenges the others with their password (the form
+        that needs no confirmation)."""
+        first, rest = players[0], " ".join(players[1:])
+        return self.send(first, f"{game} challenge {first} pw-{first} {rest} {options}".strip(), body)
 
     def move(self, board: int, user: str, move: str, body: str = "", game: str = "terrace") -> list[Reply]:
         return self.send(user, f"{game} move {board} {user} pw-{user} {move}", body)
 
 
 def mine(replies: list[Reply], user: str) -> Reply:
-    """The one reply that went to ``user``."""
-    found = [r for r in replies if r.to.startswith(user + "@")]
+    """The one reply that went to ``user`` (or to the address ``user``)."""
+    found = [r for r in replies if (r.to == user if "@" in user else r.to.startswith(user + "@"))]
     assert len(found) == 1, [r.to for r in replies]
     return found[0]
 
@@ -192,3 +201,12 @@ def answer(
     text = f"{body}\n\nOn Mon, 23 Nov 2026 at 10:02, PBM Server <{SERVER}> wrote:\n{quoted}\n"
     extra = {"To": address, "In-Reply-To": to.headers["message-id"], "References": to.headers["message-id"]}
     return h.raw(raw_mail(sender or to.to, "Re: " + to.subject, text, extra=extra, message_id=message_id))
+
+
+def confirm(h: Harness, mail: Reply, *, sender: str | None = None) -> list[Reply]:
+    """Press Reply on a confirmation mail (an address, or a challenge made
+    without a password) and send; its answers."""
+    assert mail.subject.startswith("confirm "), mail.subject
+    replies = answer(h, mail, "", sender=sender)
+    assert h.last is not None and h.last.status == "ok", (h.last, [r.body for r in replies])
+    return replies

@@ -8,7 +8,7 @@ from sqlalchemy import func, select
 
 from pbmserv_terrace.store import OutboxMessage, User
 
-from .harness import Harness, to
+from .harness import Harness, confirm, mine, to
 
 
 @pytest.fixture
@@ -33,11 +33,17 @@ def count(h: Harness, model) -> int:
 
 def test_signup_with_addresses_and_taken_userid(h):
     r = h.send("ann", "signup ann pw-ann ann@home.test ann@work.test")
-    assert to(r) == ["ann@players.test"] and "ann@home.test, ann@work.test" in r[0].body
-    r = h.send("eve", "signup ANN other")
-    assert "already taken" in r[0].body and r[0].subject == "Terrace error"
+    # the welcome to the sender; one confirmation to each given address (issue 36)
+    assert to(r) == ["ann@home.test", "ann@players.test", "ann@work.test"]
+    assert "ann@home.test, ann@work.test" in mine(r, "ann@players.test").body
+    r2 = h.send("eve", "signup ANN other")
+    assert "already taken" in r2[0].body and r2[0].subject == "Terrace error"
     h.signup("ben")
-    new = h.send("ben", "terrace challenge ann ben")
+    new = h.send("ben", "terrace challenge ann pw-ann ben")
+    assert to(new) == ["ben@players.test"]  # ann's addresses are not confirmed yet: no mail there
+    confirm(h, mine(r, "ann@home.test"))
+    confirm(h, mine(r, "ann@work.test"))
+    new = h.send("ben", "terrace challenge ann pw-ann ben")
     assert to(new) == ["ann@home.test", "ann@work.test", "ben@players.test"]
 
 
@@ -59,17 +65,17 @@ def test_change_password_and_address(h):
 
 def test_signoff_stops_mail_and_signup_brings_it_back(h):
     h.signup("ann", "ben")
-    h.send("ann", "terrace challenge ann ben")
+    h.send("ann", "terrace challenge ann pw-ann ben")
     h.send("ben", "signoff ben pw-ben")
     r = h.move(101, "ann", "d2-e3")
     assert to(r) == ["ann@players.test"]
     assert "Welcome back" in h.send("ben", "signup ben pw-ben")[0].body
-    assert "signed off" not in h.send("ann", "terrace challenge ann ben")[0].body
+    assert "signed off" not in h.send("ann", "terrace challenge ann pw-ann ben")[0].body
 
 
 def test_delete_forfeits_active_games(h):
     h.signup("ann", "ben")
-    h.send("ann", "terrace challenge ann ben")
+    h.send("ann", "terrace challenge ann pw-ann ben")
     h.move(101, "ann", "d2-e3")
     h.move(101, "ben", "d7-d6")
     r = h.send("ben", "delete ben pw-ben")
@@ -113,8 +119,8 @@ def test_vacation_limit_seek(h):
 
 def test_all_show(h):
     h.signup("ann", "ben")
-    h.send("ann", "terrace challenge ann ben")
-    h.send("ann", "terrace6x6 challenge ann ben")
+    h.send("ann", "terrace challenge ann pw-ann ben")
+    h.send("ann", "terrace6x6 challenge ann pw-ann ben")
     r = h.send("x", "all show ann")
     assert r[0].subject == "Terrace summaries (2 boards)"
     assert "Summary of Terrace Board 101" in r[0].body and "Summary of Terrace6x6 Board 101" in r[0].body
@@ -151,7 +157,7 @@ def test_repeated_message_id_is_a_no_op(h):
 
 def test_multiple_answers_sender_once_and_others_as_usual(h):
     h.signup("ann", "ben")
-    h.send("ann", "terrace challenge ann ben")
+    h.send("ann", "terrace challenge ann pw-ann ben")
     body = "terrace move 101 ann pw-ann d2-e3\nterrace show 101\nnonsense here\nhelp\n\nsee you"
     r = h.send("ann", "multiple", body)
     mine = [x for x in r if x.to == "ann@players.test" and x.subject.startswith("PBM Server: results")]
@@ -170,7 +176,7 @@ def test_reply_headers(h):
 
 def test_errors_change_nothing(h):
     h.signup("ann", "ben")
-    h.send("ann", "terrace challenge ann ben")
+    h.send("ann", "terrace challenge ann pw-ann ben")
     before = count(h, OutboxMessage)
     r = h.move(101, "ann", "d2-e4")
     assert len(r) == 1 and "d2-e4: a piece moves up only to a neighbouring square" in r[0].body and to(r) == ["ann@players.test"]

@@ -34,7 +34,7 @@ def _setup(h: Harness) -> None:
     h.signup(*PLAYERS)
     pairs = [("ann", "ben"), ("cat", "dan"), ("eve", "fay"), ("gus", "hal"), ("ida", "jon"), ("kim", "lou"), ("ann", "cat")]
     for a, b in pairs:
-        assert h.send(a, f"terrace challenge {a} {b}")
+        assert h.send(a, f"terrace challenge {a} pw-{a} {b}")
 
     async def secret() -> None:
         async with h.db.session() as s:
@@ -276,9 +276,9 @@ def test_a_batch_asks_the_throttle_once_and_hears_what_one_by_one_hears(kind: st
     asked: list[int] = []
     real = counters.throttle_check_many
 
-    async def counted(db, mails, now, limit):  # type: ignore[no-untyped-def]
+    async def counted(db, mails, now, limit, userids=None):  # type: ignore[no-untyped-def]
         asked.append(len(mails))
-        return await real(db, mails, now, limit)
+        return await real(db, mails, now, limit, userids)
 
     monkeypatch = pytest.MonkeyPatch()
     monkeypatch.setattr(counters, "throttle_check_many", counted)

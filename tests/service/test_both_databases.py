@@ -18,8 +18,8 @@ def h(db_url: str):
 
 
 def test_listing_a_players_boards(h: Harness) -> None:
-    h.send("ann", "terrace challenge ann ben")
-    h.send("ann", "terrace challenge ann robot1")
+    h.send("ann", "terrace challenge ann pw-ann ben")
+    h.send("ann", "terrace challenge ann pw-ann robot1")
     h.send("ann", "patience new ann pw-ann --deal=4")
     [r] = h.send("ben", "terrace games ann")
     assert "101" in r.body and "102" in r.body and "robot1" in r.body, r.body

@@ -9,7 +9,7 @@ import pytest
 
 from pbmserv_terrace.rules import PLAYERS, parse_move, render_board, start_position
 
-from .harness import Harness, set_position, to
+from .harness import Harness, confirm, set_position, to
 from .policy import choose, text
 
 NAMES = ["ann", "ben", "cat", "dan"]
@@ -44,7 +44,10 @@ def test_complete_game_by_mail(h, game, variant):
     h.signup(*players, "sue")
     assert len(h.send("sue", f"{game} subscribe sue pw-sue all")) == 1
     option = f" -{variant}" if PLAYERS[variant] == 2 else ""
-    replies = h.send("ann", f"{game} challenge {' '.join(players)}{option}", "Have fun!")
+    # the pbmserv form without a password: confirmed by Reply from ann's address (issue 36)
+    asked = h.send("ann", f"{game} challenge {' '.join(players)}{option}", "Have fun!")
+    assert to(asked) == ["ann@players.test"] and "Have fun!" in asked[0].body
+    replies = confirm(h, asked[0])
     everyone = sorted(ADDR[p] for p in [*players, "sue"])
     assert to(replies) == everyone
     assert {r.subject for r in replies} == {f"New {title} Board 101 ann **"}
@@ -85,7 +88,7 @@ def test_complete_game_by_mail(h, game, variant):
 
 def test_win_by_reaching_the_goal(h):
     h.signup("ann", "ben")
-    h.send("ann", "terrace challenge ann ben")
+    h.send("ann", "terrace challenge ann pw-ann ben")
     set_position(h, 101, "6t1/8/8/8/8/8/8/7T 1")  # ann's t on g8 steps down to h8
     replies = h.move(101, "ann", "t-g8-h8")
     assert to(replies) == [ADDR["ann"], ADDR["ben"]]
@@ -95,7 +98,7 @@ def test_win_by_reaching_the_goal(h):
 
 def test_win_by_capturing_the_t(h):
     h.signup("ann", "ben")
-    h.send("ann", "terrace challenge ann ben")
+    h.send("ann", "terrace challenge ann pw-ann ben")
     set_position(h, 101, "8/7T/8/8/8/8/1D6/t7 2")
     h.move(101, "ann", "propose")  # not ann's turn to move, but voting is allowed
     replies = h.move(101, "ben", "D-b2-a1:T")
@@ -106,7 +109,7 @@ def test_win_by_capturing_the_t(h):
 def test_draw_by_agreement(h):
     h.signup("ann", "ben", "sue")
     h.send("sue", "terrace notify sue pw-sue")  # every game end
-    h.send("ann", "terrace challenge ann ben")
+    h.send("ann", "terrace challenge ann pw-ann ben")
     h.move(101, "ann", "d2-e3")
     offer = h.move(101, "ben", "propose", "A draw?")
     assert "ben proposes a draw" in offer[0].body and "still waiting for: ann" in offer[0].body
@@ -121,7 +124,7 @@ def test_draw_by_agreement(h):
 
 def test_a_move_cancels_a_draw_offer_and_reject_cancels_too(h):
     h.signup("ann", "ben")
-    h.send("ann", "terrace challenge ann ben")
+    h.send("ann", "terrace challenge ann pw-ann ben")
     h.move(101, "ann", "propose")
     r = h.move(101, "ann", "d2-e3")
     assert "draw offer is cancelled" in r[0].body
@@ -133,7 +136,7 @@ def test_a_move_cancels_a_draw_offer_and_reject_cancels_too(h):
 
 def test_resignation_on_turn_ends_two_player_game(h):
     h.signup("ann", "ben")
-    h.send("ann", "terrace challenge ann ben")
+    h.send("ann", "terrace challenge ann pw-ann ben")
     h.move(101, "ann", "d2-e3")
     h.move(101, "ben", "d7-d6")
     r = h.send("ann", "terrace resign 101 ann pw-ann", "gg")
@@ -143,7 +146,7 @@ def test_resignation_on_turn_ends_two_player_game(h):
 
 def test_pending_resignation_takes_effect_on_turn_and_can_be_cancelled(h):
     h.signup("ann", "ben")
-    h.send("ann", "terrace challenge ann ben")
+    h.send("ann", "terrace challenge ann pw-ann ben")
     h.move(101, "ann", "d2-e3")
     h.move(101, "ben", "d7-d6")
     r = h.move(101, "ben", "resign")
@@ -157,7 +160,7 @@ def test_pending_resignation_takes_effect_on_turn_and_can_be_cancelled(h):
 
 def test_first_round_resignation_restarts_three_player_game(h):
     h.signup("ann", "ben", "cat")
-    h.send("ann", "terrace challenge ann ben cat")
+    h.send("ann", "terrace challenge ann pw-ann ben cat")
     h.move(101, "ann", "d1-e2")
     r = h.move(101, "cat", "resign")
     assert to(r) == sorted(ADDR[p] for p in ("ann", "ben", "cat"))
@@ -170,7 +173,7 @@ def test_first_round_resignation_restarts_three_player_game(h):
 
 def test_first_round_resignation_of_two_player_game_removes_board(h):
     h.signup("ann", "ben")
-    h.send("ann", "terrace challenge ann ben")
+    h.send("ann", "terrace challenge ann pw-ann ben")
     r = h.move(101, "ben", "resign")
     assert "the board is removed" in r[0].body
     assert "is over" in h.move(101, "ann", "d2-e3")[0].body
@@ -178,7 +181,7 @@ def test_first_round_resignation_of_two_player_game_removes_board(h):
 
 def test_undo_by_unanimous_vote(h):
     h.signup("ann", "ben")
-    h.send("ann", "terrace challenge ann ben")
+    h.send("ann", "terrace challenge ann pw-ann ben")
     h.move(101, "ann", "d2-e3")
     r = h.move(101, "ann", "undo")
     assert "still waiting for: ben" in r[0].body
@@ -192,7 +195,7 @@ def test_undo_by_unanimous_vote(h):
 
 def test_no_move_draw(h):
     h.signup("ann", "ben")
-    h.send("ann", "terrace challenge ann ben")
+    h.send("ann", "terrace challenge ann pw-ann ben")
     # ben's lone T on the high corner h1 (level 8) can only step down to g1 or h2
     # or capture an A/T on g2; ann's d's hold g1 and g2, and her move fills h2.
     set_position(h, 101, "8/8/8/8/8/6dd/6d1/t5dT 1")
@@ -202,7 +205,7 @@ def test_no_move_draw(h):
 
 def test_three_player_elimination_and_turn_skipping(h):
     h.signup("ann", "ben", "cat")
-    h.send("ann", "terrace challenge ann ben cat")
+    h.send("ann", "terrace challenge ann pw-ann ben cat")
     set_position(h, 101, "1d'c'c'b'b't'1/8/8/8/8/2d5/1T6/t7 1")
     r = h.move(101, "ann", "d-c3-b2:T")
     assert "ben's T was captured: army 2 leaves the board" in r[0].body
@@ -212,7 +215,7 @@ def test_three_player_elimination_and_turn_skipping(h):
 
 def test_move_number_check(h):
     h.signup("ann", "ben")
-    h.send("ann", "terrace challenge ann ben")
+    h.send("ann", "terrace challenge ann pw-ann ben")
     r = h.move(101, "ann", "d2-e3#2")
     assert r[0].subject == "Terrace Board 101 Error"
     assert "Move d2-e3 received as move #2, but board 101 is at move #1" in r[0].body
@@ -221,7 +224,7 @@ def test_move_number_check(h):
 
 def test_queue_plays_automatically_and_drops_illegal(h):
     h.signup("ann", "ben")
-    h.send("ann", "terrace challenge ann ben")
+    h.send("ann", "terrace challenge ann pw-ann ben")
     q = h.send("ben", "terrace queue 101 ben pw-ben d7-d6")
     assert to(q) == [ADDR["ben"]] and "Queued on board 101: d7-d6" in q[0].body
     r = h.move(101, "ann", "d2-e3")
@@ -234,7 +237,7 @@ def test_queue_plays_automatically_and_drops_illegal(h):
 
 def test_submit_and_confirm(h):
     h.signup("ann", "ben")
-    h.send("ann", "terrace challenge ann ben")
+    h.send("ann", "terrace challenge ann pw-ann ben")
     r = h.send("ann", "terrace submit 101 ann pw-ann d2-e3")
     assert to(r) == [ADDR["ann"]] and "move C-d2-e3 submitted, not yet played" in r[0].body
     r = h.send("ann", "terrace confirm 101 ann pw-ann")
@@ -244,7 +247,7 @@ def test_submit_and_confirm(h):
 
 def test_preview_saves_nothing(h):
     h.signup("ann", "ben")
-    h.send("ann", "terrace challenge ann ben")
+    h.send("ann", "terrace challenge ann pw-ann ben")
     r = h.send("zed", "terrace preview 101 d2-e3 d7-d6")
     assert to(r) == [ADDR["zed"]] and "nothing has been saved" in r[0].body
     pos = start_position()
@@ -259,7 +262,7 @@ def test_preview_saves_nothing(h):
 
 def test_chat_goes_to_players_and_subscribers(h):
     h.signup("ann", "ben", "sue")
-    h.send("ann", "terrace challenge ann ben")
+    h.send("ann", "terrace challenge ann pw-ann ben")
     h.send("sue", "terrace subscribe 101 sue pw-sue")
     r = h.send("ben", "terrace chat 101 ben pw-ben", "Nice opening!")
     assert to(r) == sorted([ADDR["ann"], ADDR["ben"], ADDR["sue"]])
@@ -269,7 +272,7 @@ def test_chat_goes_to_players_and_subscribers(h):
 
 def test_unknown_user_and_wrong_password_look_the_same(h):
     h.signup("ann", "ben")
-    h.send("ann", "terrace challenge ann ben")
+    h.send("ann", "terrace challenge ann pw-ann ben")
     wrong = h.send("ann", "terrace move 101 ann nope d2-e3")[0].body
     unknown = h.send("ann", "terrace move 101 nobody nope d2-e3")[0].body
     assert wrong.split("\n")[0] == unknown.split("\n")[0] == "the userid or the password is not correct"
@@ -279,7 +282,7 @@ def test_challenge_errors_list_every_failing_user(h):
     h.signup("ann", "ben", "cat")
     h.send("ben", "terrace reject ben pw-ben")
     h.send("cat", "terrace limit cat pw-cat 0")
-    r = h.send("ann", "terrace challenge ann ben cat nobody")
+    r = h.send("ann", "terrace challenge ann pw-ann ben cat nobody")
     body = r[0].body
     assert "ben: is not accepting challenges" in body and "cat: has reached the limit of 0 active games" in body
     assert "nobody: no such user" in body and to(r) == [ADDR["ann"]]
@@ -288,15 +291,15 @@ def test_challenge_errors_list_every_failing_user(h):
 
 def test_timer_options_are_kept(h):
     h.signup("ann", "ben")
-    r = h.send("ann", "terrace challenge ann ben -short --nagtime=3 --forfeittime=10")
+    r = h.send("ann", "terrace challenge ann pw-ann ben -short --nagtime=3 --forfeittime=10")
     assert "Players (short; forfeit after 10 days, reminder after 3 days)" in r[0].body
-    bad = h.send("ann", "terrace challenge ann ben --nagtime=soon")
+    bad = h.send("ann", "terrace challenge ann pw-ann ben --nagtime=soon")
     assert "--nagtime needs a number of days" in bad[0].body
 
 
 def test_show_at_ply_and_games_table(h):
     h.signup("ann", "ben")
-    h.send("ann", "terrace challenge ann ben")
+    h.send("ann", "terrace challenge ann pw-ann ben")
     h.move(101, "ann", "d2-e3")
     h.move(101, "ben", "d7-d6")
     r = h.send("zed", "terrace show 101#1")
@@ -313,7 +316,7 @@ def test_show_at_ply_and_games_table(h):
 
 def test_unsubscribe_and_notify_on_boards(h):
     h.signup("ann", "ben", "sue")
-    h.send("ann", "terrace challenge ann ben")
+    h.send("ann", "terrace challenge ann pw-ann ben")
     assert "You now watch" in h.send("sue", "terrace subscribe 101 sue pw-sue")[0].body
     assert "already watches" in h.send("sue", "terrace subscribe 101 sue pw-sue")[0].body
     assert to(h.move(101, "ann", "d2-e3")) == sorted([ADDR["ann"], ADDR["ben"], ADDR["sue"]])
@@ -327,8 +330,8 @@ def test_unsubscribe_and_notify_on_boards(h):
 
 def test_showas_all_show_next_and_list(h):
     h.signup("ann", "ben")
-    h.send("ann", "terrace challenge ann ben")
-    h.send("ann", "terrace6x6 challenge ben ann")
+    h.send("ann", "terrace challenge ann pw-ann ben")
+    h.send("ann", "terrace6x6 challenge ben pw-ben ann")
     h.send("ben", "terrace queue 101 ben pw-ben d7-d6")
     mine = h.send("ben", "terrace showas ben pw-ben 101")[0].body
     assert "Your queued moves: d7-d6" in mine

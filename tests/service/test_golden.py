@@ -21,7 +21,7 @@ def mails() -> dict[str, str]:
         h.signup("alice", "bob", "carol")
         h.send("carol", "terrace subscribe carol pw-carol all")
         out: dict[str, str] = {}
-        new = h.send("alice", "terrace challenge alice bob", "Good luck, Bob!\n-- \nAlice")
+        new = h.send("alice", "terrace challenge alice pw-alice bob", "Good luck, Bob!\n-- \nAlice")
         out["new_game"] = _mail(new[0])
         h.move(101, "alice", "d2-e3")
         update = h.move(101, "bob", "C-e7-d6", "Your turn.\n\nOn Monday, alice wrote:\n> old stuff")
@@ -31,8 +31,8 @@ def mails() -> dict[str, str]:
         out["summary"] = _mail(h.send("carol", "terrace show 101")[0])
         out["error"] = _mail(h.move(101, "bob", "b4-c3")[0])
         h.signup("dave")
-        h.send("dave", "terrace challenge dave carol -short")
-        h.send("carol", "terrace challenge carol alice bob")
+        h.send("dave", "terrace challenge dave pw-dave carol -short")
+        h.send("carol", "terrace challenge carol pw-carol alice bob")
         out["games"] = _mail(h.send("carol", "terrace games")[0])
         h.move(102, "dave", "resign")  # first round: board removed, unrated
         h.send("bob", "terrace resign 101 bob pw-bob")  # pending: it is alice's turn

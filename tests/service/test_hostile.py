@@ -19,7 +19,7 @@ from .harness import Harness, raw_mail, to
 def h():
     harness = Harness()
     harness.signup("ann", "ben")
-    harness.send("ann", "terrace challenge ann ben")
+    harness.send("ann", "terrace challenge ann pw-ann ben")
     yield harness
     harness.close()
 
@@ -129,9 +129,11 @@ def test_password_guessing_is_slowed(h):
         assert "not correct" in h.send("eve", "terrace move 101 ann guess d2-e3")[0].body
     locked = h.send("eve", "terrace move 101 ann guess d2-e3")[0].body
     assert "too many wrong passwords for ann; try again in 1 minute" in locked
-    # even the right password waits; other users are not affected
-    assert "too many wrong passwords" in h.move(101, "ann", "d2-e3")[0].body
+    # even the right password waits from eve's address (issue 36: counted per
+    # (user, sender)); ann's own address is not held, nor are other users
+    assert "too many wrong passwords" in h.send("eve", "terrace move 101 ann pw-ann d2-e3")[0].body
     assert "not your turn" in h.move(101, "ben", "d7-d6")[0].body
+    assert "ann played" in h.move(101, "ann", "d2-e3")[0].body
     # unknown userids are treated alike
     for _ in range(6):
         last = h.send("eve", "terrace move 101 nosuch guess d2-e3")[0].body

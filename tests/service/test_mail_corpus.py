@@ -59,7 +59,7 @@ def test_corpus_processed_in_order():
     h = Harness()
     try:
         h.signup("ann", "ben")
-        h.send("ann", "terrace challenge ann ben")
+        h.send("ann", "terrace challenge ann pw-ann ben")
         for name, (status, recipients, present, absent) in EXPECT.items():
             replies = h.raw((CORPUS / name).read_bytes())
             assert h.last.status == status, (name, h.last)

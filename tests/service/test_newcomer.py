@@ -22,7 +22,7 @@ def h():
 
 
 def test_1_a_challenge_comment_is_signed_with_the_userid_and_no_address_leaks(h):
-    replies = h.send("ben", "terrace challenge ann ben", "Good luck!")
+    replies = h.send("ben", "terrace challenge ben pw-ben ann ben", "Good luck!")
     for r in replies:
         assert "ben writes:" in r.body and "@players.test" not in r.body
 
@@ -31,7 +31,7 @@ def test_1_a_challenge_comment_is_signed_with_the_userid_and_no_address_leaks(h)
                                                          ("terrace", "", 4), ("terrace6x6", "-long", 2), ("terrace6x6", "", 4)])  # fmt: skip
 def test_2_the_new_board_example_is_legal_on_that_board(h, game, setup, players):
     names = ["ann", "ben", "cat", "dan"][:players]
-    ann = mine(h.send("ann", f"{game} challenge {' '.join(names)} {setup}"), "ann")
+    ann = mine(h.send("ann", f"{game} challenge ann pw-ann {' '.join(names[1:])} {setup}"), "ann")
     example = re.search(rf"Example:  {game} move 101 ann PASSWORD (\S+)", ann.body)
     assert example is not None
     pos = parse_tpn(board_tpn(h) if game == "terrace" else _tpn6(h))
@@ -52,7 +52,7 @@ def _tpn6(h: Harness) -> str:
 
 
 def test_3_hints_name_the_game_type(h):
-    h.send("ann", "terrace6x6 challenge ann ben -long")
+    h.send("ann", "terrace6x6 challenge ann pw-ann ben -long")
     pos = parse_tpn(_tpn6(h))
     for _ in range(14):  # more rounds than a routine mail lists
         move = pos.legal_moves()[0]
@@ -81,7 +81,7 @@ def test_4_a_reply_to_a_server_mail_that_is_no_board_mail(h, subject, expected):
 
 
 def test_5_the_missing_argument_is_named(h):
-    h.send("ann", "terrace challenge ann ben")
+    h.send("ann", "terrace challenge ann pw-ann ben")
     r = h.send("ann", "Re: Terrace Board 101 ann d2-e3 **")
     assert r[0].body.startswith("the password is missing")
     assert h.send("ann", "signup zed")[0].body.startswith("the password is missing")
@@ -89,7 +89,7 @@ def test_5_the_missing_argument_is_named(h):
 
 
 def test_6_a_long_chat_is_cut_at_a_word_with_a_note_and_the_sender_is_told(h):
-    h.send("ann", "terrace challenge ann ben")
+    h.send("ann", "terrace challenge ann pw-ann ben")
     r = h.send("ben", "terrace chat 101 ben pw-ben", "hello " * 5000)
     chat = next(m for m in r if m.to.startswith("ann") and "chat from ben" in m.subject)
     assert re.search(r"hello\n\[… message shortened: [\d,]+ characters left out\]", chat.body)
@@ -100,13 +100,13 @@ def test_7_seeking_players_show_and_can_be_challenged(h):
     h.send("ann", "terrace reject ann pw-ann")
     h.send("ann", "terrace seek ann pw-ann 1")
     assert "ann              wants 1 more game" in h.send("ben", "terrace standings")[0].body
-    assert "New Terrace Board 101" in h.send("ben", "terrace challenge ben ann")[0].subject
+    assert "New Terrace Board 101" in h.send("ben", "terrace challenge ben pw-ben ann")[0].subject
     assert "wants" not in h.send("ben", "terrace standings")[0].body  # the one game sought is found
-    assert "not accepting challenges" in h.send("ben", "terrace challenge ben ann")[0].body
+    assert "not accepting challenges" in h.send("ben", "terrace challenge ben pw-ben ann")[0].body
 
 
 def test_8_previews_are_consistent(h):
-    h.send("ann", "terrace challenge ann ben")
+    h.send("ann", "terrace challenge ann pw-ann ben")
     h.move(101, "ann", "d2-e3")
     h.move(101, "ben", "d7-d6")
     sub = h.send("ann", "terrace submit 101 ann pw-ann e3-e4")[0].body
@@ -120,19 +120,19 @@ def test_8_previews_are_consistent(h):
 
 @pytest.mark.parametrize("written", ["d2e3", "d2–e3", "Cd2-e3", "d2 - e3", "D2-E3"])
 def test_9_move_notation_forms(h, written):
-    h.send("ann", "terrace challenge ann ben")
+    h.send("ann", "terrace challenge ann pw-ann ben")
     r = h.send("ann", f"terrace move 101 ann pw-ann {written}")
     assert "ann played C-d2-e3" in r[0].body
 
 
 def test_10_an_illegal_move_says_where_the_piece_can_go(h):
-    h.send("ann", "terrace challenge ann ben")
+    h.send("ann", "terrace challenge ann pw-ann ben")
     r = h.move(101, "ann", "d2-d5")
     assert re.search(r"the C on d2 can go to [a-h]\d", r[0].body) or "this piece has no legal move" in r[0].body
 
 
 def test_11_votes_say_how_to_answer(h):
-    h.send("ann", "terrace challenge ann ben")
+    h.send("ann", "terrace challenge ann pw-ann ben")
     h.move(101, "ann", "d2-e3")
     r = h.move(101, "ben", "undo")
     ann = mine(r, "ann")
@@ -142,7 +142,7 @@ def test_11_votes_say_how_to_answer(h):
 
 
 def test_12_games_next_knows_the_sender_and_show_says_what_is_what(h):
-    h.send("ann", "terrace challenge ann ben")
+    h.send("ann", "terrace challenge ann pw-ann ben")
     assert "Terrace boards of ann (next)" in h.send("ann", "terrace games next")[0].body
     body = h.send("ann", "terrace show 101 xxx")[0].body
     assert body.startswith("101 is a board and xxx is no user")
@@ -155,7 +155,7 @@ def test_13_the_heights_are_in_the_help(h):
 
 
 def test_14_standings_options_plurals_help_and_userids(h):
-    h.send("ann", "terrace challenge ann ben -short --nagtime=1 --forfeittime=2")
+    h.send("ann", "terrace challenge ann pw-ann ben -short --nagtime=1 --forfeittime=2")
     r = h.send("ann", "terrace show 101")[0].body
     assert "forfeit after 2 days, reminder after 1 day" in r and "forfeittime 2.0" not in r
     assert "1 active board\n" in h.send("ann", "list")[0].body

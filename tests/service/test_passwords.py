@@ -11,7 +11,7 @@ from pbmserv_terrace.mail.message import parse_message
 from pbmserv_terrace.service.passwords import PasswordCache, hash_password, needs_rehash, scrypt_hash, verify_password
 from pbmserv_terrace.store import User
 
-from .harness import Harness, raw_mail
+from .harness import Harness, confirm, mine, raw_mail
 
 
 def test_hash_is_salted_argon2id_at_owasp_minimum_and_verifies():
@@ -48,7 +48,8 @@ def test_a_user_signed_up_before_argon2_keeps_their_password_and_is_rehashed_on_
 
         h.loop.run_until_complete(set_scrypt())
         assert h.loop.run_until_complete(stored("ann")).startswith("scrypt$")
-        wrong = h.send("ann", "terrace challenge ann ben")  # no password: nothing to upgrade with
+        asked = h.send("ann", "terrace challenge ann ben")  # no password: nothing to upgrade with
+        wrong = confirm(h, mine(asked, "ann"))  # (opened by the Reply to its confirmation)
         assert "New Terrace Board 101" in wrong[0].subject
         assert h.loop.run_until_complete(stored("ann")).startswith("scrypt$")
         h.move(101, "ann", "d2-e3")  # the right password, checked against the scrypt hash
@@ -132,7 +133,7 @@ def test_the_prewarm_reads_no_hash_for_a_password_that_passed_and_a_changed_one_
     h = Harness()
     try:
         h.signup("ann", "ben")
-        h.send("ann", "terrace challenge ann ben")
+        h.send("ben", "terrace challenge ben pw-ben ann ben")  # ann's password not given yet
         reads: list[str] = []
 
         def seen(conn: Any, cursor: Any, statement: str, *rest: Any) -> None:

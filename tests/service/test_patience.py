@@ -296,9 +296,9 @@ def test_games_list_and_help(h: Harness) -> None:
     [r] = h.send("ben", "patience help")
     assert "patience base BOARD USERID PASSWORD CARD\n" in r.body
     # a Terrace command in patience, and the board listing of a player with both
-    [r] = h.send("ann", "patience challenge ann ben")
+    [r] = h.send("ann", "patience challenge ann pw-ann ben")
     assert "'challenge' is not a patience command" in r.body
-    h.send("ann", "terrace challenge ann ben")
+    h.send("ann", "terrace challenge ann pw-ann ben")
     [r] = h.send("ann", "all show ann")
     assert "Terrace Board 101" in r.body
 

@@ -41,7 +41,7 @@ def png_of(reply: Reply) -> bytes:
 
 
 def test_board_mails_are_text_then_html_with_the_picture(h):
-    replies = h.send("ann", "terrace challenge ann ben", "Good luck <b>ben</b> <script>alert(1)</script>")
+    replies = h.send("ann", "terrace challenge ann pw-ann ben", "Good luck <b>ben</b> <script>alert(1)</script>")
     ann = mine(replies, "ann")
     assert tree(ann) == ["multipart/alternative", "text/plain", "multipart/related", "text/html", "image/png"]
     assert ann.message is not None
@@ -64,7 +64,7 @@ def test_board_mails_are_text_then_html_with_the_picture(h):
 
 def test_the_text_part_is_exactly_the_plain_mail_and_pictures_can_be_switched_off(h):
     h.send("ben", "change pictures ben pw-ben off")
-    replies = h.send("ann", "terrace challenge ann ben")
+    replies = h.send("ann", "terrace challenge ann pw-ann ben")
     ann, ben = mine(replies, "ann"), mine(replies, "ben")
     assert tree(ben) == ["text/plain"] and tree(ann)[0] == "multipart/alternative"
     strip = lambda r: r.body.rsplit("\n\n", 2)[0]  # noqa: E731  (each player's own reply line differs)
@@ -77,7 +77,7 @@ def test_the_text_part_is_exactly_the_plain_mail_and_pictures_can_be_switched_of
 
 
 def test_a_full_move_table_mail_stays_under_60_kb_and_the_picture_follows_the_moves(h):
-    h.send("ann", "terrace challenge ann ben")
+    h.send("ann", "terrace challenge ann pw-ann ben")
     rng = random.Random(3)
     last: list[Reply] = []
     for _ in range(60):
@@ -102,7 +102,7 @@ def test_the_mail_as_a_browser_shows_it(h, tmp_path: Path):
     chromium = shutil.which("chromium")
     if chromium is None:
         pytest.fail("chromium is not installed: `apt-get install chromium` (Debian) to run the browser test")
-    h.send("ann", "terrace challenge ann ben cat")
+    h.send("ann", "terrace challenge ann pw-ann ben cat")
     ben = mine(h.move(101, "ann", "b1-b2", "<img src=x onerror=alert(1)> my move"), "ben")
     assert ben.message is not None
     png = tmp_path / "board.png"
@@ -136,7 +136,7 @@ def test_board_mails_link_the_web_archive_when_it_has_a_public_address():
     h = Harness()
     try:
         h.signup("ann", "ben")
-        plain = h.send("ann", "terrace challenge ann ben")
+        plain = h.send("ann", "terrace challenge ann pw-ann ben")
         assert "on the web" not in plain[0].body
         h.config.web.public_url = "https://terrace.club.test"
         h.service.config = h.config

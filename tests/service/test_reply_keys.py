@@ -61,7 +61,7 @@ def test_keys_are_short_lower_case_and_unforgeable():
 
 
 def test_board_mails_carry_a_reply_address_and_say_how_to_use_it(h):
-    replies = h.send("ann", "terrace challenge ann ben cat", "hello")
+    replies = h.send("ann", "terrace challenge ann pw-ann ben cat", "hello")
     ann, ben = mine(replies, "ann"), mine(replies, "ben")
     assert key_of(ann) != key_of(ben)
     assert parseaddr(ann.headers["reply-to"])[1].startswith("pbmserv+")
@@ -83,7 +83,7 @@ def test_a_game_played_to_its_end_with_nothing_but_replies(h):
         "{move}\n\nAm 23.11.2026 um 10:02 schrieb PBM Server:\n> old text",
     ]
     rng = random.Random(7)
-    last = {r.to.split("@")[0]: r for r in h.send("ann", "terrace challenge ann ben -short")}
+    last = {r.to.split("@")[0]: r for r in h.send("ann", "terrace challenge ann pw-ann ben -short")}
     mover = "ann"
     for ply in range(400):
         pos = parse_tpn(board_tpn(h))
@@ -102,7 +102,7 @@ def test_a_game_played_to_its_end_with_nothing_but_replies(h):
 
 
 def test_each_bad_reply_answers_clearly_and_changes_nothing(h):
-    first = h.send("ann", "terrace challenge ann ben")
+    first = h.send("ann", "terrace challenge ann pw-ann ben")
     ann0, ben0 = mine(first, "ann"), mine(first, "ben")
     before = board_tpn(h)
 
@@ -146,7 +146,7 @@ def test_each_bad_reply_answers_clearly_and_changes_nothing(h):
 
 
 def test_revocation_password_change_change_keys_and_rotation(h):
-    first = h.send("ann", "terrace challenge ann ben")
+    first = h.send("ann", "terrace challenge ann pw-ann ben")
     ann0 = mine(first, "ann")
     h.send("ann", "change password ann pw-ann pw-new")
     out = answer(h, ann0, "d2-e3")
@@ -173,7 +173,7 @@ def test_revocation_password_change_change_keys_and_rotation(h):
 
 
 def test_words_other_than_commands_go_to_the_board_as_chat_and_the_sender_is_told(h):
-    ann0 = mine(h.send("ann", "terrace challenge ann ben"), "ann")
+    ann0 = mine(h.send("ann", "terrace challenge ann pw-ann ben"), "ann")
     out = answer(h, ann0, "what a lovely board!\nsee you")
     assert any(r.to.startswith("ben@") and "what a lovely board!" in r.body for r in out)
     note = [r for r in out if r.to.startswith("ann@") and "went to the board as a chat message" in r.body]
@@ -182,7 +182,7 @@ def test_words_other_than_commands_go_to_the_board_as_chat_and_the_sender_is_tol
 
 
 def test_the_old_way_still_works_on_a_keyed_reply_and_draws_by_reply(h):
-    ann0 = mine(h.send("ann", "terrace challenge ann ben"), "ann")
+    ann0 = mine(h.send("ann", "terrace challenge ann pw-ann ben"), "ann")
     # the pbmserv way: keep the subject, add password and move; no own text in the body
     raw = raw_mail("ann@players.test", "Re: Terrace Board 101 ann pw-ann d2-e3 **", "",
                    extra={"To": parseaddr(ann0.headers["reply-to"])[1]})  # fmt: skip
@@ -196,7 +196,7 @@ def test_the_old_way_still_works_on_a_keyed_reply_and_draws_by_reply(h):
 
 
 def test_a_subject_alone_is_never_a_command_and_server_mails_answer_no_command(h):
-    h.send("ann", "terrace challenge ann ben")
+    h.send("ann", "terrace challenge ann pw-ann ben")
     out = h.send("ben", "Re: Terrace Board 101 ben **", "On Mon ann wrote:\n> board\n\nterrace move 101 ben pw-ben d7-d6")
     assert h.last is not None and h.last.status == "error"  # not ben's turn: the command was read
     assert "not your turn" in out[0].body
@@ -221,8 +221,8 @@ def stored_text(h: Harness) -> str:
 def test_a_key_is_no_password_for_other_boards_or_other_commands(h):
     """A whole command in a keyed reply runs as an ordinary mail: a wrong password
     fails there, on another board as for an account verb."""
-    ann101 = mine(h.send("ann", "terrace challenge ann ben"), "ann")
-    h.send("ann", "terrace challenge ann cat")  # board 102
+    ann101 = mine(h.send("ann", "terrace challenge ann pw-ann ben"), "ann")
+    h.send("ann", "terrace challenge ann pw-ann cat")  # board 102
     before = board_tpn(h, 102)
     out = answer(h, ann101, "terrace move 102 ann WRONGPASS d2-e3")
     assert "the userid or the password is not correct" in out[0].body
@@ -236,7 +236,7 @@ def test_a_key_is_no_password_for_other_boards_or_other_commands(h):
 
 
 def test_a_password_in_a_keyed_reply_is_never_chatted_or_stored(h):
-    ann0 = mine(h.send("ann", "terrace challenge ann ben"), "ann")
+    ann0 = mine(h.send("ann", "terrace challenge ann pw-ann ben"), "ann")
     secret_lines = [
         "change password ann pw-ann NEWSECRET1",
         "signoff ann pw-ann",
@@ -261,7 +261,7 @@ def test_a_password_in_a_keyed_reply_is_never_chatted_or_stored(h):
 def test_a_key_never_becomes_valid_again_after_an_undo(h):
     """The board mail of a ply that was taken back does not carry the same key as
     the new one, and a reply to it changes nothing."""
-    first = h.send("ann", "terrace challenge ann ben")
+    first = h.send("ann", "terrace challenge ann pw-ann ben")
     ann0 = mine(first, "ann")
     after_move = answer(h, ann0, "d2-e3")
     ben1 = mine(after_move, "ben")
@@ -279,7 +279,7 @@ def test_keys_made_before_board_versions_still_work(h):
     """A key issued before issue 36 named the ply: it is still read so."""
     from pbmserv_terrace.service.replykeys import key_address
 
-    ann0 = mine(h.send("ann", "terrace challenge ann ben"), "ann")
+    ann0 = mine(h.send("ann", "terrace challenge ann pw-ann ben"), "ann")
 
     async def secret() -> bytes:
         from pbmserv_terrace.store import UnitOfWork

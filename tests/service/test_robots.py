@@ -98,7 +98,7 @@ def test_robots_exist_from_the_migration_and_nobody_logs_in_as_one(h):
 
 
 def test_challenge_a_robot_move_and_the_robot_answers_with_a_legal_move(h):
-    new = h.send("ann", "terrace challenge ann robot1", "teach me")
+    new = h.send("ann", "terrace challenge ann pw-ann robot1", "teach me")
     assert [r.to for r in new] == ["ann@players.test"] and h.last is not None and h.last.robot_turns == []
     replies = h.move(101, "ann", "d2-e3")
     # the person's own move first, then the robot's, both to the person only
@@ -114,14 +114,14 @@ def test_challenge_a_robot_move_and_the_robot_answers_with_a_legal_move(h):
 
 
 def test_a_robot_in_seat_one_moves_right_after_the_challenge(h):
-    replies = h.send("ann", "terrace6x6 challenge robot2 ann -short")
+    replies = h.send("ann", "terrace6x6 challenge ann pw-ann robot2 ann -short")
     assert headlines(replies)[0] == "A new Terrace6x6 board (101) has been started."
     assert headlines(replies)[1].startswith("Terrace6x6 Board 101: robot2 played ")
     assert len(assert_legal_replay(h, game_type="terrace6x6")) == 1
 
 
 def test_three_players_a_person_and_two_robots(h):
-    h.send("ann", "terrace6x6 challenge ann robot1 robot2")
+    h.send("ann", "terrace6x6 challenge ann pw-ann robot1 robot2")
     replies = h.move(101, "ann", a_legal_move(h, game_type="terrace6x6"), game="terrace6x6")
     lines = headlines(replies)
     assert len(replies) == 3 and all(r.to == "ann@players.test" for r in replies)
@@ -132,7 +132,7 @@ def test_three_players_a_person_and_two_robots(h):
 
 
 def test_four_players_two_people_two_robots(h):
-    h.send("ann", "terrace challenge ann robot1 ben robot2")
+    h.send("ann", "terrace challenge ann pw-ann robot1 ben robot2")
     replies = h.move(101, "ann", a_legal_move(h))
     assert sorted(r.to for r in replies) == ["ann@players.test", "ann@players.test", "ben@players.test", "ben@players.test"]
     assert sum(" robot1 played " in r.body.splitlines()[0] for r in replies) == 2  # one mail to each person
@@ -152,8 +152,8 @@ def test_a_game_of_only_robots_is_refused(h):
 def test_draw_accepted_only_when_the_robot_stands_worse(h):
     assert accepts_draw(parse_tpn(LOST_FOR_ROBOT), 2, level=1, ply=0)
     assert not accepts_draw(parse_tpn(WON_FOR_ROBOT), 2, level=1, ply=0)
-    h.send("ann", "terrace challenge ann robot1")
-    h.send("ben", "terrace challenge ben robot1")
+    h.send("ann", "terrace challenge ann pw-ann robot1")
+    h.send("ben", "terrace challenge ben pw-ben robot1")
     set_position(h, 101, LOST_FOR_ROBOT)
     set_position(h, 102, WON_FOR_ROBOT)
     lost = h.move(101, "ann", "propose")
@@ -166,7 +166,7 @@ def test_draw_accepted_only_when_the_robot_stands_worse(h):
 
 
 def test_undo_is_always_rejected_at_once(h):
-    h.send("ann", "terrace challenge ann robot2")
+    h.send("ann", "terrace challenge ann pw-ann robot2")
     h.move(101, "ann", "d2-e3")
     replies = h.move(101, "ann", "undo")
     assert headlines(replies) == [
@@ -179,7 +179,7 @@ def test_undo_is_always_rejected_at_once(h):
 
 
 def test_robots_are_rated_and_in_the_standings(h):
-    h.send("ann", "terrace challenge ann robot1")
+    h.send("ann", "terrace challenge ann pw-ann robot1")
     h.move(101, "ann", "d2-e3")  # robot1 answers: ply 2, past the first round
     end = h.send("ann", "terrace resign 101 ann pw-ann")
     assert "robot1 wins" in end[0].body
@@ -192,7 +192,7 @@ def test_a_crash_before_the_robots_move_gives_exactly_one_move_after_restart(h):
     """The person's move committed, then the process died before the robot moved
     (here: the service ran without the pipe's robot step).  Two catch-ups started
     at once (a restart racing a second worker) both compute the move; one plays it."""
-    h.send("ann", "terrace challenge ann robot1")
+    h.send("ann", "terrace challenge ann pw-ann robot1")
     result = h.loop.run_until_complete(
         h.service.handle_mail(parse_message(raw_mail("ann@players.test", "terrace move 101 ann pw-ann d2-e3")))
     )
@@ -217,7 +217,7 @@ def test_robots_left_alone_are_drawn_at_the_ply_limit(h):
     """Terrace has no draw rule: once the person is out, the robots may not play
     for ever; at ROBOTS_ALONE_PLIES the game ends drawn, and the person is told."""
     result = h.loop.run_until_complete(
-        h.service.handle_mail(parse_message(raw_mail("ann@players.test", "terrace6x6 challenge robot1 robot2 ann")))
+        h.service.handle_mail(parse_message(raw_mail("ann@players.test", "terrace6x6 challenge ann pw-ann robot1 robot2 ann")))
     )
     assert [(t.userid, t.ply) for t in result.robot_turns] == [("robot1", 0)]
 

@@ -11,7 +11,7 @@ from .harness import Harness, run_timers, to
 def h():
     harness = Harness()
     harness.signup("ann", "ben")
-    harness.send("ann", "terrace challenge ann ben --nagtime=2 --forfeittime=5")
+    harness.send("ann", "terrace challenge ann pw-ann ben --nagtime=2 --forfeittime=5")
     harness.move(101, "ann", "d2-e3")
     harness.move(101, "ben", "d7-d6")
     yield harness
@@ -49,7 +49,7 @@ def test_totaltime_forfeit():
     h = Harness()
     try:
         h.signup("ann", "ben")
-        h.send("ann", "terrace challenge ann ben --totaltime=1")
+        h.send("ann", "terrace challenge ann pw-ann ben --totaltime=1")
         h.move(101, "ann", "d2-e3")
         h.move(101, "ben", "d7-d6")
         out = run_timers(h, 1.2)
