@@ -338,10 +338,14 @@ def test_two_services_share_throttle_and_guessing_guard(pg_url):
         replies = [(await (one, two)[k % 2].handle_mail(mail(100 + k, "zed", "help"))).status for k in range(9)]
         assert replies == ["duplicate"] * 9  # a mail run again counts once
 
-        # wrong passwords on alternating workers (from several senders): five are
-        # free, then even the right password is refused on either worker
+        # wrong passwords on alternating workers (from one sender: issue 36 counts
+        # them per (user, sender)): five are free, then even the right password
+        # from that sender is refused on either worker
+        for service in (one, two):
+            service.throttle.per_minute = 100  # the guard's answers, not the throttle's silence
+
         def message(n: int, password: str) -> InboundMail:
-            return InboundMail(sender=addr(f"eve{n}"), subject=f"message ann {password} ann", body="hi", message_id=f"<p{n}@x>")
+            return InboundMail(sender=addr("eve"), subject=f"message ann {password} ann", body="hi", message_id=f"<p{n}@x>")
 
         for k in range(5):
             service = (one, two)[k % 2]
@@ -349,13 +353,18 @@ def test_two_services_share_throttle_and_guessing_guard(pg_url):
             assert "not correct" in result.detail, result
             await service.guessing.settle()  # type: ignore[attr-defined]
         right = message(10, "pw-ann")
-        assert await two.prewarm([right]) == [[]], "a locked-out userid is not even warmed"
+        assert await two.prewarm([right]) == [[]], "a userid locked for a sender is not even warmed"
         result = await two.handle_mail(right)
         assert "too many wrong passwords" in result.detail, result
         again = message(11, "pw-ann")
         await one.prewarm([again])  # as serve does before each batch: learns the other's counts
         result = await one.handle_mail(again)
         assert "too many wrong passwords" in result.detail, result
+        # ann's own address is not held by eve's guesses, on either worker
+        own = InboundMail(sender=addr("ann"), subject="message ann pw-ann ann", body="hi", message_id="<p12@x>")
+        await two.prewarm([own])
+        result = await two.handle_mail(own)
+        assert result.status == "ok", result
         for db in dbs:
             await db.close()
 
