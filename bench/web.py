@@ -21,6 +21,12 @@ by status.  Mixes: ``home`` (/ only, what ``ab -c 200 -t 20 /`` asked), ``finish
 standings, players and boards together).  Target: >= 500 pages/s, p99 <= 250 ms.
 
 Run: python bench/web.py --load home [--games 20000] [--clients 200] [--seconds 20]
+
+``--serve`` runs ``pbmserv-terrace serve`` on the seeded file instead (embedded SMTP, the
+archive in its child process) and mails ``help`` to it one mail after another (a new
+SMTP connection each, timed to the ``250``, which comes after the mail's commit) for
+``--seconds`` with no web load, then again while the clients load the archive: what
+the web costs the mail (issue 36: on one event loop, ``ab -c 200`` on / made it 6.7 s).
 """
 
 from __future__ import annotations
@@ -279,6 +285,114 @@ def wait_listening(port: int, server: subprocess.Popen[bytes], seconds: float = 
     raise SystemExit("the web process did not listen")
 
 
+async def warm(port: int, paths: list[str]) -> None:
+    """Ask for each path once (a hot set is what many ask for: it is in the cache)."""
+    it = iter(paths)
+
+    async def worker() -> None:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        for path in it:
+            writer.write(f"GET {path} HTTP/1.1\r\nHost: bench\r\n\r\n".encode())
+            head = await reader.readuntil(b"\r\n\r\n")
+            lower = head.lower()
+            at = lower.find(b"content-length:")
+            await reader.readexactly(int(lower[at + 15 : lower.index(b"\r\n", at)]) if at >= 0 else 0)
+        writer.close()
+
+    await asyncio.gather(*(worker() for _ in range(8)))
+
+
+def hot_paths(mix: str, args: argparse.Namespace) -> list[str]:
+    """The distinct paths a mix asks for again and again (not ``cold``'s)."""
+    if mix == "cold":
+        return []
+    paths = load_paths(mix, args.games, args.hot, random.Random(36))
+    return sorted({next(paths) for _ in range(args.hot * 20)})
+
+
+async def mail_prober(port: int, until: float, times: list[float], failures: list[str]) -> None:
+    """``help`` mails one after another, each timed from connecting to the 250 after its DATA."""
+    import aiosmtplib
+
+    n = 0
+    while time.perf_counter() < until:
+        n += 1
+        message = (f"From: probe{n}@bench.test\r\nTo: pbmserv@localhost\r\nSubject: help\r\n"
+                   f"Message-ID: <probe{n}.{time.time_ns()}@bench.test>\r\n\r\nhelp\r\n")  # fmt: skip
+        t = time.perf_counter()
+        try:
+            await aiosmtplib.send(message, sender=f"probe{n}@bench.test", recipients=["pbmserv@localhost"],
+                                  hostname="127.0.0.1", port=port, timeout=60)  # fmt: skip
+            times.append(time.perf_counter() - t)
+        except Exception as exc:
+            failures.append(type(exc).__name__)
+        await asyncio.sleep(0.05)
+
+
+def quantiles(times: list[float]) -> str:
+    if len(times) < 2:
+        return f"{len(times)} mails"
+    q = statistics.quantiles(times, n=100)
+    return f"{len(times)} mails, p50 {q[49] * 1000:.0f} ms, p99 {q[98] * 1000:.0f} ms, max {max(times) * 1000:.0f} ms"
+
+
+def web_child_of(pid: int) -> int:
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+                cmdline = (entry / "cmdline").read_bytes()
+            except OSError:
+                continue
+            if int(stat[1]) == pid and b"pbmserv_terrace.web.process" in cmdline:
+                return int(entry.name)
+    return pid  # (an older serve: the archive on its own loop)
+
+
+def serve_and_mail(args: argparse.Namespace, url: str, tmp: str, web_port: int) -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        mail_port = probe.getsockname()[1]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PBMSERV_")}
+    env.update(PBMSERV_DATABASE_URL=url, PBMSERV_SERVER_NAME="bench", PBMSERV_EMBEDDED_LISTEN_PORT=str(mail_port),
+               PBMSERV_WEB_LISTEN=f"127.0.0.1:{web_port}")  # fmt: skip
+    server = subprocess.Popen([sys.executable, "-m", "pbmserv_terrace", "serve"], cwd=tmp, env=env,
+                              stderr=subprocess.DEVNULL)  # fmt: skip
+    try:
+        wait_listening(web_port, server)
+        wait_listening(mail_port, server)
+        time.sleep(1.0)
+        web_pid = web_child_of(server.pid)
+        for mix in args.load:
+            asyncio.run(warm(web_port, hot_paths(mix, args)))
+
+            async def alone() -> tuple[list[float], list[str]]:
+                times: list[float] = []
+                failures: list[str] = []
+                await mail_prober(mail_port, time.perf_counter() + args.seconds, times, failures)
+                return times, failures
+
+            times, failures = asyncio.run(alone())
+            print(f"[serve, no web load] mail: {quantiles(times)}, failures {failures[:5]}", flush=True)
+
+            async def loaded(mix: str) -> tuple[Tally, float, list[float], list[str]]:
+                tally, times, failures = Tally(), [], []
+                web = asyncio.create_task(drive_measured(web_pid, web_port, mix, args, tally))
+                await asyncio.sleep(args.warmup)
+                await mail_prober(mail_port, time.perf_counter() + args.seconds, times, failures)
+                return tally, await web, times, failures
+
+            tally, _cpu, times, failures = asyncio.run(loaded(mix))
+            pages = tally.statuses[200] + tally.statuses[304]
+            q = statistics.quantiles(sorted(tally.times), n=100) if len(tally.times) >= 2 else [float("nan")] * 99
+            print(f"[serve, {args.clients} web clients on {mix}] web: {pages / args.seconds:.1f} pages/s, p50 "
+                  f"{q[49] * 1000:.1f} ms, p99 {q[98] * 1000:.1f} ms, statuses {dict(sorted(tally.statuses.items()))}; "
+                  f"mail: {quantiles(times)}, failures {failures[:5]}", flush=True)  # fmt: skip
+    finally:
+        server.terminate()
+        server.wait(60)
+
+
 def load(args: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         url = f"sqlite+aiosqlite:///{Path(tmp) / 'bench.db'}"
@@ -295,6 +409,9 @@ def load(args: argparse.Namespace) -> None:
         with socket.socket() as probe:
             probe.bind(("127.0.0.1", 0))
             port = probe.getsockname()[1]
+        if args.serve:
+            serve_and_mail(args, url, tmp, port)
+            return
         env = {k: v for k, v in os.environ.items() if not k.startswith("PBMSERV_")}
         env.update(PBMSERV_DATABASE_URL=url, PBMSERV_SERVER_NAME="bench")
         server = subprocess.Popen(
@@ -303,6 +420,7 @@ def load(args: argparse.Namespace) -> None:
         try:
             wait_listening(port, server)
             for mix in args.load:
+                asyncio.run(warm(port, hot_paths(mix, args)))
                 cpu = os.times()
                 tally = Tally()
                 server_cpu = asyncio.run(drive_measured(server.pid, port, mix, args, tally))
@@ -333,6 +451,7 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=200)
     parser.add_argument("--seconds", type=float, default=20.0)
     parser.add_argument("--warmup", type=float, default=3.0)
+    parser.add_argument("--serve", action="store_true", help="with --load: serve and mail beside the web load")
     parser.add_argument("--hot", type=int, default=400, help="finished boards in the hot sets of --load (live: a quarter)")
     args = parser.parse_args()
     if args.load:
