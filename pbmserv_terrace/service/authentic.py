@@ -79,6 +79,9 @@ async def _one(
     if pair is None:
         return ""
     userid, password = pair
+    first = mail.parsed.commands[0] if mail.parsed.commands else None
+    if first is not None and first.verb == "challenge" and await users.get(password) is not None:
+        return ""  # 'challenge U1 U2 U3': the second word is a player, not a password
     user = await users.get(userid)
     now = time.monotonic()
     own = user is not None and _from_own(mail, user)

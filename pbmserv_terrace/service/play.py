@@ -52,7 +52,13 @@ CHALLENGE_USAGE = (
 )
 
 
-@command("challenge", game=True, usage=CHALLENGE_USAGE)
+def _challenge_auth(words: list[str]) -> int | None:
+    """Where USERID PASSWORD may stand: the password form has three words or more
+    (whether the second is a password is known only from the database)."""
+    return 0 if len(words) >= 3 else None
+
+
+@command("challenge", game=True, usage=CHALLENGE_USAGE, auth=_challenge_auth)
 async def challenge(ctx: Ctx, cmd: Command) -> None:
     """A new board.  From is not identity (issue 36): with the challenger's password
     (``challenge U P OPPONENT…``, the challenger sits first unless named again
