@@ -27,16 +27,13 @@ PR_SET_PDEATHSIG); the tracker then reads the end of its pipe and exits.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import ctypes
 import logging
 import multiprocessing
 import os
-import signal
-import sys
 from collections.abc import Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor
 
+from ..lifecycle import die_with
 from ..service import HandleResult, Service
 from ..service.hints import HINT_SECONDS, desk_of, solve
 from ..service.robots import HintTurn, RobotTurn, think
@@ -74,19 +71,6 @@ async def play_inline(service: Service, turns: Iterable[RobotTurn]) -> list[Hand
     return results
 
 
-PR_SET_PDEATHSIG = 1
-
-
-def die_with(parent: int) -> None:
-    """A worker process's initializer: be killed when ``parent`` (``serve``) dies
-    (Linux, PR_SET_PDEATHSIG; the signal is tied to the thread that started the
-    worker, the event loop's, which lives as long as ``serve``), and if it died
-    before this ran, go now."""
-    if sys.platform.startswith("linux"):
-        with contextlib.suppress(OSError, AttributeError):
-            ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-    if os.getppid() != parent:
-        os._exit(1)
 
 
 async def _hint_inline(service: Service, turn: HintTurn) -> HandleResult | None:

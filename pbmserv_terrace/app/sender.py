@@ -22,17 +22,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ctypes
 import logging
 import multiprocessing
 import os
 import signal
-import sys
 import time
 from collections.abc import Callable
 from multiprocessing.connection import Connection
 
 from ..config import Config
+from ..lifecycle import die_with
 from ..mail.delivery import Delivery, delivery_for
 from ..store import Database
 from . import heap, logs
@@ -237,7 +236,7 @@ class SenderProcess:
 # ------------------------------------------------------- the sender process
 def child_main(config: Config, orders: Connection, totals: Connection, parent: int) -> None:
     """The sender process (spawned by :class:`SenderProcess`)."""
-    _die_with(parent)
+    die_with(parent)
 
     def stop_signal(signum: int, frame: object) -> None:
         # serve decides when to stop (a Ctrl-C or a service manager's SIGTERM
@@ -293,11 +292,3 @@ async def _child(config: Config, orders: int, totals: int) -> None:
             os.write(totals, f"{last[0]} {last[1]}\n".encode())
 
 
-def _die_with(parent: int) -> None:
-    """Linux: be killed when ``serve`` dies (PR_SET_PDEATHSIG); and if it is gone
-    already, go now."""
-    if sys.platform.startswith("linux"):
-        with contextlib.suppress(OSError, AttributeError):
-            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1 = PR_SET_PDEATHSIG
-    if os.getppid() != parent:
-        os._exit(1)

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ctypes
 import json
 import logging
 import os
@@ -34,6 +33,7 @@ from typing import Any
 from sqlalchemy import event
 from sqlalchemy.engine import make_url
 
+from ..lifecycle import die_with
 from ..store import Database
 from ..store.db import READ_ONLY
 from .app import create_app, serve_web
@@ -145,7 +145,7 @@ def main() -> None:
     if not isinstance(settings, dict):
         raise SystemExit("pbmserv_terrace.web.process is started by serve (settings on stdin)")
     parent = int(settings["parent"])
-    _die_with(parent)
+    die_with(parent)
 
     def stop_signal(signum: int, frame: object) -> None:
         # a Ctrl-C or a service manager's SIGTERM reaches the whole group: serve says when
@@ -186,15 +186,6 @@ async def _child(settings: dict[str, Any]) -> None:
         await serve_web(app, "", 0, stop=stop, sock=sock)
     finally:
         await db.close()
-
-
-def _die_with(parent: int) -> None:
-    """Linux: be killed when ``serve`` dies (PR_SET_PDEATHSIG); and if it is gone already, go now."""
-    if sys.platform.startswith("linux"):
-        with contextlib.suppress(OSError, AttributeError):
-            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1 = PR_SET_PDEATHSIG
-    if os.getppid() != parent:
-        os._exit(1)
 
 
 if __name__ == "__main__":
