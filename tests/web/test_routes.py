@@ -89,8 +89,10 @@ def test_hostile_comment_is_escaped_and_hidden_comments_stay_hidden(site: Site) 
     assert "{{ 7*7 }}" in shown and "49" not in re.sub(r"<svg.*?</svg>", "", shown, flags=re.S)
     assert "Terrace &lt;PBM&gt; Server" in shown
     # dave's comments are not public: the page says so and shows none of it
-    assert "dave writes: <em>(hidden)</em>" in hidden
+    assert "<bdi>dave</bdi> writes: <em>(hidden)</em>" in hidden
     assert "alert" not in hidden and "7*7" not in hidden
+    # a comment and its author are bidi-isolated (a U+202E stays inside them; issue 36)
+    assert '</bdi> writes:</p><pre dir="auto">' in shown
 
 
 def test_ply_parameter_shows_that_position(site: Site) -> None:
