@@ -28,8 +28,8 @@ def eml(sender: str, subject: str, n: int) -> bytes:
 @pytest.fixture
 def club(tmp_path: Path) -> Path:
     for n, (sender, subject) in enumerate(
-        [("ann@x.test", "signup ann pw"), ("ben@x.test", "signup ben pw"), ("ann@x.test", "terrace challenge ann pw-ann ben"),
-         ("ann@x.test", "terrace move 101 ann pw d2-e3"), ("ann@x.test", "terrace challenge ann pw-ann ben -short")]
+        [("ann@x.test", "signup ann pw"), ("ben@x.test", "signup ben pw"), ("ann@x.test", "terrace challenge ann pw ben"),
+         ("ann@x.test", "terrace move 101 ann pw d2-e3"), ("ann@x.test", "terrace challenge ann pw ben -short")]
     ):  # fmt: skip
         env = {k: v for k, v in os.environ.items() if not k.startswith("PBMSERV_")}
         env["PBMSERV_DATABASE_URL"] = f"sqlite:///{tmp_path}/club.db"
