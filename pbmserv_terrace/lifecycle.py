@@ -1,21 +1,54 @@
-"""The one rule every process ``serve`` starts follows: it dies with ``serve``.
+"""How every process of ours starts: it dies with ``serve``, and it logs one way.
 
 A child process (the sender, the web archive, an engine worker) calls
 :func:`die_with` first thing: the kernel then sends it SIGKILL when its parent
 dies (Linux, PR_SET_PDEATHSIG), so a ``serve`` killed with SIGKILL leaves no
 process behind to hold a port, a database connection or memory; and if the
-parent is gone already, the child goes at once.  Standard library only (every
-layer may use it)."""
+parent is gone already, the child goes at once.
+
+Every process logs to stderr, one line an event (``serve`` and the processes it
+starts write to the same log).  A log line may carry words from a mail or a URL
+(an unknown command word, a sender, a path): control characters in it are
+written escaped (``\\x1b``, ``\\n``), so a mail can neither forge a log line nor
+send escape sequences to an operator's terminal.  Tracebacks, which are ours,
+keep their line breaks.
+
+Standard library only (every layer may use it)."""
 
 from __future__ import annotations
 
 import contextlib
 import ctypes
+import logging
 import os
+import re
 import signal
 import sys
 
 PR_SET_PDEATHSIG = 1
+FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+QUIET = ("mail.log", "alembic.runtime.migration", "aioimaplib.aioimaplib")
+"""libraries whose INFO lines say nothing an operator needs"""
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def _escaped(found: re.Match[str]) -> str:
+    return found.group().encode("unicode_escape").decode("ascii")
+
+
+class LineFormatter(logging.Formatter):
+    """The standard formatter, with control characters of the message escaped."""
+
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        return _CONTROL.sub(_escaped, super().formatMessage(record))
+
+
+def setup_logging() -> None:
+    logging.basicConfig(level=logging.INFO, format=FORMAT, stream=sys.stderr)
+    for handler in logging.getLogger().handlers:
+        handler.setFormatter(LineFormatter(FORMAT))
+    for noisy in QUIET:
+        logging.getLogger(noisy).setLevel(logging.WARNING)
 
 
 def die_with(parent: int) -> None:

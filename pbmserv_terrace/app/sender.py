@@ -31,10 +31,10 @@ from collections.abc import Callable
 from multiprocessing.connection import Connection
 
 from ..config import Config
-from ..lifecycle import die_with
+from ..lifecycle import die_with, setup_logging
 from ..mail.delivery import Delivery, delivery_for
 from ..store import Database
-from . import heap, logs
+from . import heap
 from .health import Metrics
 from .outbox import DrainResult, OutboxSenders
 
@@ -247,7 +247,7 @@ def child_main(config: Config, orders: Connection, totals: Connection, parent: i
 
     signal.signal(signal.SIGINT, stop_signal)
     signal.signal(signal.SIGTERM, stop_signal)
-    logs.setup()
+    setup_logging()
     heap.settle()
     asyncio.run(_child(config, orders.fileno(), totals.fileno()))
 
@@ -290,5 +290,3 @@ async def _child(config: Config, orders: int, totals: int) -> None:
         os.set_blocking(totals, True)
         with contextlib.suppress(OSError):  # the last totals, whole (serve reads them after the exit)
             os.write(totals, f"{last[0]} {last[1]}\n".encode())
-
-

@@ -12,8 +12,8 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 
-from ..app import logs
 from ..app.pipe import handle_raw, read_stdin
+from ..lifecycle import setup_logging
 from ..mail.message import with_envelope_recipients
 from ..render.picture import write_png
 from ..rules import NotationError, parse_tpn, render_board, start_position
@@ -129,7 +129,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    logs.setup()
+    setup_logging()
     handler: Handler = args.handler
     try:
         return handler(args)

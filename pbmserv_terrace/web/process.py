@@ -33,7 +33,7 @@ from typing import Any
 from sqlalchemy import event
 from sqlalchemy.engine import make_url
 
-from ..lifecycle import die_with
+from ..lifecycle import die_with, setup_logging
 from ..store import Database
 from ..store.db import READ_ONLY
 from .app import create_app, serve_web
@@ -47,8 +47,6 @@ RESTART_PAUSE, RESTART_MAX = 1.0, 30.0
 STOP_WAIT = 10.0
 """seconds a stopping child is given to finish the requests in hand"""
 STOP = b"s"
-LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
-"""as serve logs (app/logs.py): one stderr, one format"""
 
 
 def in_memory(url: str) -> bool:
@@ -157,7 +155,7 @@ def main() -> None:
     signal.signal(signal.SIGTERM, stop_signal)
     with contextlib.suppress(OSError):
         os.nice(WEB_NICE)
-    logging.basicConfig(level=logging.INFO, format=LOG_FORMAT, stream=sys.stderr)
+    setup_logging()
     asyncio.run(_child(settings))
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 import logging
 
-from pbmserv_terrace.app.logs import FORMAT, LineFormatter
+from pbmserv_terrace.lifecycle import FORMAT, LineFormatter
 
 
 def test_control_characters_in_a_log_line_are_escaped_and_tracebacks_keep_their_lines():
