@@ -167,3 +167,11 @@ def test_a_player_has_at_most_so_many_games_against_robots(h: Harness) -> None:
     assert robot_games_check(h, "ben") == ""
     h.send("ann", "terrace resign 101 ann pw-ann")
     assert robot_games_check(h, "ann") == ""
+
+
+def test_a_challenge_over_the_robot_games_limit_is_refused_with_a_clear_reply(h: Harness) -> None:
+    for i in range(ROBOT_GAMES_PER_PLAYER):
+        challenge(h, "ann", f"robot{1 + i % 3}")
+    bodies = challenge(h, "ann", "robot1")
+    assert any(f"ann already plays {ROBOT_GAMES_PER_PLAYER} games against robots" in b for b in bodies), bodies
+    assert not any("against robots" in b for b in challenge(h, "ann", "ben"))
