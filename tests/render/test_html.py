@@ -123,3 +123,13 @@ def test_bidi_controls_in_player_text_stay_inside_their_element() -> None:
     block = [attrs for attrs in parsed.named("div") if attrs.get("dir") == "auto"]
     assert block and "unicode-bidi:isolate" in (block[0].get("style") or "")
     assert 'dir="auto" style="unicode-bidi:isolate;white-space:pre-wrap;' in out.split("evil \u202e")[0][-400:]
+
+
+def test_html_templates_are_autoescaped_and_text_templates_are_not() -> None:
+    """A value a template forgets to mark with |e is still escaped in the HTML
+    part; the plain-text mails are written as they are (issue 36)."""
+    from pbmserv_terrace.render import environment
+
+    env = environment()
+    assert env.autoescape("board.html") and env.autoescape("solitaire.html")  # type: ignore[operator]
+    assert not env.autoescape("update.txt")  # type: ignore[operator]
