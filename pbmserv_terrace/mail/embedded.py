@@ -54,6 +54,74 @@ class _Listener(SMTP):
             return None, None
         return address, rest
 
+    async def smtp_DATA(self, arg: str) -> None:
+        """aiosmtpd's DATA with the mail read in one search for its end instead
+        of a line at a time (issue 36): aiosmtpd 1.4 read each line with an await,
+        a log call and a buffer of its own, and unstuffed them in a loop without
+        one: 12 MB of empty lines cost 22 s of the event loop and 1.1 GB.  Here the
+        stream's own ``readuntil`` finds CRLF "." CRLF (it searches only what
+        arrived since the last look), dot-unstuffing is one ``replace``, and a mail
+        over the size limit is drained without being kept (552, as aiosmtpd)."""
+        if await self.check_helo_needed() or await self.check_auth_needed("DATA"):
+            return
+        assert self.envelope is not None
+        if not self.envelope.rcpt_tos:
+            await self.push("503 Error: need RCPT command")
+            return
+        if arg:
+            await self.push("501 Syntax: DATA")
+            return
+        await self.push("354 End data with <CR><LF>.<CR><LF>")
+        try:
+            content = await _read_data(self._reader, self.data_size_limit or MAX_MESSAGE)
+        except asyncio.CancelledError:
+            log.info("connection lost during DATA")
+            self._writer.close()
+            raise
+        if content is None:
+            self._set_post_data_state()  # type: ignore[no-untyped-call]
+            await self.push("552 Error: Too much mail data")
+            return
+        self.envelope.content = self.envelope.original_content = content
+        status = await self._call_handler_hook("DATA")
+        self._set_post_data_state()  # type: ignore[no-untyped-call]
+        await self.push(status)
+
+
+_END = b"\r\n.\r\n"
+
+
+async def _read_data(reader: asyncio.StreamReader, limit: int) -> bytes | None:
+    """The mail after DATA up to CRLF "." CRLF, dot-unstuffed (RFC 5321 4.5.2),
+    with its last line's CRLF; None when it is longer than ``limit`` (then read to
+    its end and dropped).  Nothing after the end is read (a pipelined command
+    stays in the stream).  A CRLF is put in front of what the stream holds, so
+    the end is found by one search even when the mail is empty, and every line
+    begins after a CRLF (the one "." of a line is then taken out by ``replace``)."""
+    saved = reader._limit  # type: ignore[attr-defined]  # aiosmtpd's 1001 is a line's limit, not a mail's
+    reader._limit = limit + 2 + len(_END)  # type: ignore[attr-defined]
+    reader._buffer[0:0] = b"\r\n"  # type: ignore[attr-defined]
+    try:
+        data = await reader.readuntil(_END)
+    except asyncio.LimitOverrunError:
+        await _drain(reader)
+        return None
+    finally:
+        reader._limit = saved  # type: ignore[attr-defined]
+    return data[:-3].replace(b"\r\n.", b"\r\n")[2:]
+
+
+async def _drain(reader: asyncio.StreamReader) -> None:
+    """Read and drop what the stream holds up to and including CRLF "." CRLF:
+    each refusal of ``readuntil`` says how much can go without losing an end
+    split between two pieces."""
+    while True:
+        try:
+            await reader.readuntil(_END)
+            return
+        except asyncio.LimitOverrunError as exc:
+            await reader.readexactly(max(1, exc.consumed))
+
 
 class _Handler:
     def __init__(self, handle: RawHandler) -> None:
