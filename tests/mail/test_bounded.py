@@ -18,6 +18,7 @@ from pbmserv_terrace.commands import parse_mail
 from pbmserv_terrace.commands.reply import reply_command
 from pbmserv_terrace.mail.message import (
     MAX_BODY_CHARS,
+    MAX_BODY_LINES,
     MAX_HEADER_BYTES,
     MAX_SUBJECT_CHARS,
     html_to_text,
@@ -111,6 +112,8 @@ def test_the_issue_shapes_are_read_or_refused_without_crashing():
     assert fields.problem is not None and "header fields" in fields.problem
     plain = parse_message(HEAD + b"Subject: help\r\n\r\n" + b"word " * 2_000_000)
     assert plain.problem is None and len(plain.body) == MAX_BODY_CHARS
+    lines = parse_message(HEAD + b"Subject: help\r\n\r\nfirst\r\n" + b"\r\n" * 150_000)
+    assert lines.body.startswith("first\n") and lines.body.count("\n") == MAX_BODY_LINES - 1
 
 
 def test_a_few_nested_parts_and_a_normal_multipart_are_still_read():
