@@ -10,7 +10,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from email.message import Message
-from email.utils import make_msgid
+from email.utils import make_msgid, parseaddr
 from pathlib import Path
 
 import pytest
@@ -125,6 +125,28 @@ class Players:
         ).encode()
         self.relay.send(addr(name), SERVER, data)
         return mid
+
+    def reply(self, name: str, mail: Message, text: str = "yes") -> str:
+        """What a mail client's Reply sends: to the Reply-To, Re: its Subject, In-Reply-To."""
+        to = parseaddr(str(mail["Reply-To"] or mail["From"]))[1]
+        mid = make_msgid(domain="players.test")
+        data = (
+            f"From: {name.capitalize()} <{addr(name)}>\r\nTo: {to}\r\nSubject: Re: {mail['Subject']}\r\n"
+            f"Message-ID: {mid}\r\nIn-Reply-To: {mail['Message-ID']}\r\nReferences: {mail['Message-ID']}\r\n"
+            f"Content-Type: text/plain; charset=utf-8\r\n\r\n{text}\r\n"
+        ).encode()
+        self.relay.send(addr(name), to, data)
+        return mid
+
+    def signup(self, name: str, password: str | None = None, timeout: float = 30.0) -> Message:
+        """Sign ``name`` up and confirm the address by Reply, as a new player does
+        (issue 36: an address gets board mail only once confirmed); the first
+        mail (the welcome with the confirmation) is returned."""
+        self.send(name, f"signup {name} {password or 'pw-' + name}")
+        welcome = self.wait(name, timeout=timeout)[0]
+        self.reply(name, welcome)
+        assert "confirmed" in str(self.wait(name, timeout=timeout)[0]["Subject"])
+        return welcome
 
     def mailbox(self, name: str) -> list[Message]:
         return [email.message_from_bytes(raw) for raw in self.dovecot.fetch_all(addr(name))]

@@ -34,8 +34,7 @@ def test_moves_are_applied_by_internaldate_not_uid(
 ) -> None:
     serve = serve_factory(relay).start()
     for name in ("ann", "ben"):
-        players.send(name, f"signup {name} pw-{name}")
-        players.wait(name)
+        players.signup(name)
     players.send("ann", "terrace challenge ann pw-ann ben")
     players.wait("ann")
     players.wait("ben")

@@ -19,8 +19,7 @@ PER_MAIL = 50
 
 def test_a_deal_won_by_reply_through_dovecot(serve_factory, relay, players: Players) -> None:
     serve = serve_factory(relay).start()
-    players.send("ann", "signup ann pw-ann")
-    players.wait("ann")
+    players.signup("ann")
     variant, deal = DEAL
     players.send("ann", f"patience new ann pw-ann -{variant} --deal={deal}")
     [last] = players.wait("ann")

@@ -66,13 +66,12 @@ def test_serve_without_move_or_idle(tmp_path: Path, bare_dovecot: DovecotServer)
     try:
         serve.start()
         for name in ("ann", "ben"):
-            players.send(name, f"signup {name} pw-{name}")
-            assert "Welcome" in body(players.wait(name, timeout=40)[0])
+            assert "Welcome" in body(players.signup(name, timeout=40))
         players.send("ann", "terrace challenge ann pw-ann ben")
         assert players.wait("ben", timeout=40)[0]["Subject"] == "New Terrace Board 101 ann"
         assert serve.stop() == 0
         assert bare_dovecot.fetch_all(SERVER) == []
-        assert len(bare_dovecot.fetch_all(SERVER, "processed")) == 3
+        assert len(bare_dovecot.fetch_all(SERVER, "processed")) == 5  # two sign-ups, two confirmations, the challenge
         assert "has no IDLE: polling" in serve.log.read_text()
     finally:
         if serve.proc is not None and serve.proc.poll() is None:

@@ -45,8 +45,7 @@ def press_reply(players: Players, name: str, mail: Message, text: str, shape: in
 def test_a_game_by_reply_through_dovecot(serve_factory, relay, players):
     serve = serve_factory(relay).start()
     for name in ("ann", "ben"):
-        players.send(name, f"signup {name} pw-{name}")
-        players.wait(name)
+        players.signup(name)
     players.send("ann", "terrace challenge ann pw-ann ben -short")
     last = {name: players.wait(name)[0] for name in ("ann", "ben")}
     assert "Reply to this mail with your move" in body(last["ann"])

@@ -16,8 +16,7 @@ from .conftest import SERVER, addr, body
 def test_signup_challenge_game_error_and_chat(serve_factory, relay, players, dovecot):
     serve = serve_factory(relay).start()
     for name in ("ann", "ben"):
-        players.send(name, f"signup {name} pw-{name}")
-        assert "Welcome" in body(players.wait(name)[0])
+        assert "Welcome" in body(players.signup(name))
     players.send("ann", "terrace6x6 challenge ann pw-ann ben -short", "Good luck")
     for name in ("ann", "ben"):
         new = players.wait(name)[0]
@@ -75,12 +74,14 @@ def test_imap_connection_cut_reconnects_without_loss_or_doubles(serve_factory, r
     import subprocess
 
     serve = serve_factory(relay).start()
-    players.send("ann", "signup ann pw-ann")
-    players.wait("ann")
+    players.signup("ann")
     subprocess.run(["doveadm", "-c", str(dovecot.base / "dovecot.conf"), "kick", SERVER], capture_output=True, timeout=30)
     players.send("ben", "signup ben pw-ben")
+    welcome = players.wait("ben", 1, timeout=60)[0]
+    assert "Welcome" in body(welcome)
+    players.reply("ben", welcome)  # (confirms ben's address)
+    players.wait("ben")
     players.send("ann", "terrace challenge ann pw-ann ben")
-    assert "Welcome" in body(players.wait("ben", 1, timeout=60)[0])
     assert players.wait("ann")[0]["Subject"] == "New Terrace Board 101 ann"
     players.wait("ben")
     players.quiet("ann")
@@ -94,8 +95,7 @@ def test_sigkill_while_mails_in_flight_then_restart(serve_factory, relay, player
 
     serve = serve_factory(relay).start()
     for name in ("ann", "ben"):
-        players.send(name, f"signup {name} pw-{name}")
-        players.wait(name)
+        players.signup(name)
     players.send("ann", "terrace challenge ann pw-ann ben")
     players.wait("ann")
     players.wait("ben")
