@@ -60,3 +60,20 @@ def die_with(parent: int) -> None:
             ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     if os.getppid() != parent:
         os._exit(1)
+
+
+def start_child(parent: int) -> None:
+    """What a child process of ``serve`` does first: die with it (:func:`die_with`),
+    leave SIGINT and SIGTERM to ``serve`` (a Ctrl-C or a service manager's SIGTERM
+    reaches the whole group, and ``serve`` says when its children stop; without
+    ``serve`` there is nobody to wait for, so they end the child), and log as
+    ``serve`` does."""
+    die_with(parent)
+
+    def stop_signal(signum: int, frame: object) -> None:
+        if os.getppid() != parent:
+            os._exit(1)
+
+    signal.signal(signal.SIGINT, stop_signal)
+    signal.signal(signal.SIGTERM, stop_signal)
+    setup_logging()

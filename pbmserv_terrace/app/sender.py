@@ -25,13 +25,12 @@ import contextlib
 import logging
 import multiprocessing
 import os
-import signal
 import time
 from collections.abc import Callable
 from multiprocessing.connection import Connection
 
 from ..config import Config
-from ..lifecycle import die_with, setup_logging
+from ..lifecycle import start_child
 from ..mail.delivery import Delivery, delivery_for
 from ..store import Database
 from . import heap
@@ -236,18 +235,7 @@ class SenderProcess:
 # ------------------------------------------------------- the sender process
 def child_main(config: Config, orders: Connection, totals: Connection, parent: int) -> None:
     """The sender process (spawned by :class:`SenderProcess`)."""
-    die_with(parent)
-
-    def stop_signal(signum: int, frame: object) -> None:
-        # serve decides when to stop (a Ctrl-C or a service manager's SIGTERM
-        # reaches the whole group): it sends "s", and this process then sends what
-        # is due.  Without serve there is nobody to wait for.
-        if os.getppid() != parent:
-            os._exit(1)
-
-    signal.signal(signal.SIGINT, stop_signal)
-    signal.signal(signal.SIGTERM, stop_signal)
-    setup_logging()
+    start_child(parent)  # serve says "s" to stop: this process then sends what is due
     heap.settle()
     asyncio.run(_child(config, orders.fileno(), totals.fileno()))
 

@@ -24,7 +24,6 @@ import contextlib
 import json
 import logging
 import os
-import signal
 import socket
 import sys
 import time
@@ -33,7 +32,7 @@ from typing import Any
 from sqlalchemy import event
 from sqlalchemy.engine import make_url
 
-from ..lifecycle import die_with, setup_logging
+from ..lifecycle import start_child
 from ..store import Database
 from ..store.db import READ_ONLY
 from .app import create_app, serve_web
@@ -142,20 +141,9 @@ def main() -> None:
     settings = json.loads(sys.stdin.buffer.readline() or b"null")
     if not isinstance(settings, dict):
         raise SystemExit("pbmserv_terrace.web.process is started by serve (settings on stdin)")
-    parent = int(settings["parent"])
-    die_with(parent)
-
-    def stop_signal(signum: int, frame: object) -> None:
-        # a Ctrl-C or a service manager's SIGTERM reaches the whole group: serve says when
-        # to stop ("s").  Without serve there is nobody to wait for.
-        if os.getppid() != parent:
-            os._exit(1)
-
-    signal.signal(signal.SIGINT, stop_signal)
-    signal.signal(signal.SIGTERM, stop_signal)
+    start_child(int(settings["parent"]))
     with contextlib.suppress(OSError):
         os.nice(WEB_NICE)
-    setup_logging()
     asyncio.run(_child(settings))
 
 

@@ -25,6 +25,8 @@ from pbmserv_terrace.mail.message import (
     parse_message,
 )
 
+from .work import calls
+
 HEAD = b"From: Ann <ann@players.test>\r\nTo: pbmserv@terrace.test\r\nMessage-ID: <x1@players.test>\r\n"
 
 
@@ -60,23 +62,6 @@ SHAPES: dict[str, Callable[[int], bytes]] = {
     "quotes": lambda n: HEAD + b"Subject: help\r\n\r\n" + b"> " * n + b"x\r\n" + b">\r\n" * n,
     "empty lines": lambda n: HEAD + b"Subject: help\r\n\r\n" + b"\r\n" * (100 * n),
 }
-
-
-def calls(fn: Callable[[], object]) -> int:
-    """Python and C function calls made by ``fn()`` (a measure of work that does
-    not depend on the machine's speed)."""
-    count = 0
-
-    def profile(frame: object, event: str, arg: object) -> None:
-        nonlocal count
-        count += 1
-
-    sys.setprofile(profile)
-    try:
-        fn()
-    finally:
-        sys.setprofile(None)
-    return count
 
 
 @pytest.mark.parametrize("shape", sorted(SHAPES))

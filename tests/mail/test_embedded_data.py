@@ -7,7 +7,6 @@ loop on 12 MB of empty lines)."""
 from __future__ import annotations
 
 import asyncio
-import sys
 from collections.abc import Awaitable, Callable
 
 from aiosmtpd.smtp import SMTP, Envelope, Session
@@ -15,6 +14,8 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from pbmserv_terrace.mail.embedded import EmbeddedInbound
+
+from .work import counting
 
 HEAD = b"X-Original-To: pbmserv@localhost\r\n"
 
@@ -132,18 +133,9 @@ def test_the_work_does_not_grow_with_the_number_of_lines():
 
     async def run(our_port: int, their_port: int, ours: list[bytes], capture: _Capture) -> None:
         data = b"\r\n" * 200_000 + b".\r\n"
-        count = 0
-
-        def profile(frame: object, event: str, arg: object) -> None:
-            nonlocal count
-            count += 1
-
-        sys.setprofile(profile)
-        try:
+        with counting() as count:
             await dialogue(our_port, data)
-        finally:
-            sys.setprofile(None)
         assert len(ours) == 1 and len(ours[0]) == len(HEAD) + 400_000
-        assert count < 20_000, count
+        assert count[0] < 20_000, count
 
     asyncio.run(both(run))
