@@ -81,8 +81,12 @@ async def resolve(ctx: Ctx, mail: InboundMail, key_text: str, *, subject_has_com
             f"cancels older ones): reply to a newer board mail, or mail '{key.game_type} show {key.board}' for a fresh one",
         )
     ctx.user = user.userid
-    if mail.sender.lower() not in {a.lower() for a in user.addresses}:
+    # a key mailed to an address still waiting for its confirmation (the answer to
+    # the player's own mail with the right password goes to its From) works from
+    # there too, and its answers go back there, as a password's would
+    if mail.sender.lower() not in {a.lower() for a in (*user.addresses, *user.pending_addresses)}:
         raise _error(key, f"this reply address belongs to {user.userid}; it cannot be used from {mail.sender[:80]}")
+    ctx.password_users.add(user.id)
     game = await ctx.uow.games.get(key.game_type, key.board, lock=True)
     if game is None:
         raise _error(key, f"there is no {game_title(key.game_type)} board {key.board} any more")

@@ -292,3 +292,22 @@ def test_keys_made_before_board_versions_still_work(h):
     old = make_key(h.loop.run_until_complete(secret()), "terrace", 101, decode_key(key_of(ann0)).user_id, 0, 0)
     legacy = Reply(ann0.to, ann0.subject, ann0.body, {**ann0.headers, "reply-to": key_address(SERVER, old)})
     assert "ann played" in mine(answer(h, legacy, "d2-e3"), "ben").body
+
+
+def test_a_player_whose_address_waits_for_confirmation_can_play_by_reply():
+    """The board mail answering a password mail from an unconfirmed address carries
+    a key; a reply from that address plays (and is answered there)."""
+    h = Harness()
+    try:
+        h.send("dee", "signup dee pw-dee")  # (no confirmation answered)
+        h.signup("eve")
+        dee = mine(h.send("dee", "terrace challenge dee pw-dee eve"), "dee")
+        assert "reply-to" in dee.headers
+        out = answer(h, dee, "d2-e3", sender="dee@players.test")
+        assert any(r.to == "dee@players.test" and "dee played" in r.body for r in out), [r.body[:200] for r in out]
+        assert "dee played" in mine(out, "eve").body
+        # from an address that is none of dee's, the key is refused
+        out = answer(h, dee, "e2-e3", sender="eve@players.test")
+        assert "this reply address belongs to dee" in out[0].body
+    finally:
+        h.close()
