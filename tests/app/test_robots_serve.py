@@ -79,6 +79,12 @@ def play_against_robot(tmp: Path, robot: str, setup: str, game_type: str = "terr
                 break
             assert time.time() < deadline, out.stderr
             time.sleep(0.2)
+        deadline = time.time() + WAIT
+        while "To confirm: press Reply" not in newest_text(tmp, "ann@home.test"):  # the welcome: answered by Reply
+            assert time.time() < deadline, "no confirmation mail"
+            time.sleep(0.05)
+        out = cli("send", "--from", "ann@home.test", "--reply-to-last", "yes", cwd=tmp, env=env)
+        assert out.returncode == 0, out.stderr
         out = cli("send", "--from", "ann@home.test", f"{game_type} challenge ann pw-ann {robot} {setup}".strip(), cwd=tmp, env=env)
         assert out.returncode == 0, out.stderr
         while True:

@@ -137,8 +137,7 @@ def _run(
         return loop.send(name, f"terrace show {boards[name]}")
 
     # ------------------------------------------------------------------ setup
-    setup = [loop.send(p, f"signup {p} pw-{p}") for p in PLAYERS]
-    loop.wait_answered(setup, 60)
+    setup = loop.signup(PLAYERS)
     setup.append(loop.send("ann", "terrace challenge ann pw-ann ben"))
     loop.wait_answered(setup, 60)
     setup.append(loop.send("cat", "terrace challenge cat pw-cat dan"))

@@ -175,6 +175,23 @@ class Loop:
         self.postfix.send(addr(name), to, data)
         return mid
 
+    def signup(self, players: list[str], timeout: float = 60) -> list[str]:
+        """Sign the players up and confirm each address by Reply (issue 36: board
+        mail reaches an address only once it is confirmed); the mails sent."""
+        mids = [self.send(p, f"signup {p} pw-{p}") for p in players]
+        self.wait_answered(mids, timeout)
+        for name, mid in zip(players, mids, strict=True):
+            welcome = next(m for p, _, m in self.boxes.answers(mid) if p == name)
+            to = parseaddr(welcome["Reply-To"])[1]
+            refs = f"In-Reply-To: {welcome['Message-ID']}\r\nReferences: {welcome['Message-ID']}\r\n"
+            confirm, data = self.mail(name, f"Re: {welcome['Subject']}", "yes", to=to, extra=refs)
+            with self.lock:
+                self.sent[confirm] = time.time()
+            self.postfix.send(addr(name), to, data)
+            mids.append(confirm)
+        self.wait_answered(mids, timeout)
+        return mids
+
     def outbox(self, mids: list[str] | None = None) -> list[tuple[str, str, str, str]]:
         """(message_id, in_reply_to, recipient, state) of the server's queued replies."""
         with sqlite3.connect(self.db, timeout=30) as db:
@@ -228,8 +245,7 @@ def test_the_whole_loop_through_postfix_and_dovecot(dovecot: DovecotServer, post
 
 def _run(loop: Loop, serve: Serve, postfix: PostfixServer, dovecot: DovecotServer, report: list[str]) -> None:
     # ------------------------------------------------------ setup and the game
-    setup = [loop.send(p, f"signup {p} pw-{p}") for p in PLAYERS]
-    loop.wait_answered(setup, 60)
+    setup = loop.signup(PLAYERS)
     # one challenge after pw-after the other: the two mails pass Postfix in either order, and the
     # boards are numbered in the order the server reads them (ann and ben get 101)
     setup.append(loop.send("ann", "terrace challenge ann pw-ann ben"))

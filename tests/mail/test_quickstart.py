@@ -70,6 +70,7 @@ def test_readme_quick_start_then_backup_restore_and_continue(tmp_path, pg_cluste
             try:
                 for name in ("ann", "ben"):
                     send(name, f"signup {name} pw-{name}")
+                    players.reply(name, players.wait(name)[0])  # confirms the address
                     players.wait(name)
                 send("ann", "terrace challenge ann pw-ann ben")
                 players.wait("ann"), players.wait("ben")
