@@ -180,7 +180,7 @@ class Loop:
         mail reaches an address only once it is confirmed); the mails sent."""
         mids = [self.send(p, f"signup {p} pw-{p}") for p in players]
         self.wait_answered(mids, timeout)
-        for name, mid in zip(players, mids, strict=True):
+        for name, mid in zip(players, list(mids), strict=True):
             welcome = next(m for p, _, m in self.boxes.answers(mid) if p == name)
             to = parseaddr(welcome["Reply-To"])[1]
             refs = f"In-Reply-To: {welcome['Message-ID']}\r\nReferences: {welcome['Message-ID']}\r\n"
