@@ -49,7 +49,7 @@ MAX_MIME_TYPES = 100
 """``Content-Type`` fields in the body (the parts, at any depth): more, and the body is refused unread."""
 MAX_NESTING = 20
 """``multipart/`` and ``message/`` types in the body: the email parser recurses once per level."""
-MAX_PARSED_BODY = 1024 * 1024
+MAX_PARSED_BODY = 256 * 1024
 """Of the body (after the header block), only this much is given to the email
 parser, cut at a line end: it reads a body a line at a time in Python (6 million
 empty lines took 3.5 s), and the text a command needs comes first."""
