@@ -76,7 +76,8 @@ class _Listener(SMTP):
             content = await _read_data(self._reader, self.data_size_limit or MAX_MESSAGE)
         except asyncio.CancelledError:
             log.info("connection lost during DATA")
-            self._writer.close()
+            if self.transport is not None:
+                self.transport.close()
             raise
         if content is None:
             self._set_post_data_state()  # type: ignore[no-untyped-call]
