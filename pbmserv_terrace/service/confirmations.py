@@ -23,8 +23,6 @@ or ``change keys``.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import hmac
 import struct
 from collections.abc import Mapping
@@ -35,7 +33,7 @@ from ..render import render
 from ..store import Confirmation, Confirmations, User
 from ..store.repos import Users
 from .context import CommandError, Ctx, Mail
-from .replykeys import key_address
+from .replykeys import key_address, key_bytes, key_text
 
 KEY_LENGTH = 23
 TTL = timedelta(days=7)
@@ -55,17 +53,12 @@ def _mac(secret: bytes, row: Confirmation, generation: int) -> bytes:
 
 
 def make_key(secret: bytes, row: Confirmation, generation: int) -> str:
-    return base64.b32encode(_ID.pack(row.id) + _mac(secret, row, generation)).decode().rstrip("=").lower()
+    return key_text(_ID.pack(row.id) + _mac(secret, row, generation))
 
 
 def _decode(text: str) -> tuple[int, bytes] | None:
-    if len(text) != KEY_LENGTH:
-        return None
-    try:
-        raw = base64.b32decode(text.upper() + "=")
-    except (ValueError, binascii.Error):
-        return None
-    if base64.b32encode(raw).decode().rstrip("=").lower() != text:
+    raw = key_bytes(text, KEY_LENGTH)
+    if raw is None or key_text(raw) != text:
         return None  # one spelling per key (the last letter's spare bits unused)
     return _ID.unpack(raw[: _ID.size])[0], raw[_ID.size :]
 

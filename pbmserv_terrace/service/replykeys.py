@@ -90,16 +90,30 @@ def make_key(
     """A key for a mail about ``board`` to the user; ``ply`` is the board's
     version when ``versioned`` (what board mails carry), else a plain number."""
     payload = _payload(game_type, board, user_id, ply, versioned)
-    return base64.b32encode(payload + _mac(secret, payload, generation)).decode().rstrip("=").lower()
+    return key_text(payload + _mac(secret, payload, generation))
+
+
+def key_text(raw: bytes) -> str:
+    """Bytes as the text of a key in a ``+KEY`` address: lower-case base32, no
+    padding (some servers lower-case local parts).  Reply keys and confirmation
+    keys are both spelt so."""
+    return base64.b32encode(raw).decode().rstrip("=").lower()
+
+
+def key_bytes(text: str, length: int) -> bytes | None:
+    """The bytes of a key's text of ``length`` characters (any case), or None."""
+    if len(text) != length:
+        return None
+    try:
+        return base64.b32decode(text.upper() + "=")
+    except (ValueError, binascii.Error):
+        return None
 
 
 def decode_key(text: str) -> ReplyKey | None:
     """The fields a key names (not yet verified), or None if it is no key at all."""
-    if len(text) != KEY_LENGTH:
-        return None
-    try:
-        raw = base64.b32decode(text.upper() + "=")
-    except (ValueError, binascii.Error):
+    raw = key_bytes(text, KEY_LENGTH)
+    if raw is None:
         return None
     payload, mac = raw[: _FIELDS.size], raw[_FIELDS.size :]
     kind, board, user, ply = _FIELDS.unpack(payload)
