@@ -9,6 +9,12 @@ over the pure game packages.  To add a game: its pure package under
 ``pbmserv_terrace/games/``, an adapter module here, one entry below, its help
 template under ``templates/`` — no service file changes.
 
+Each entry declares the game's ids: its ``name`` (what rows store) and its
+``key_code`` (what its reply keys carry).  Neither is ever taken from the
+entry's place in the table, and neither may change once a board was made: an
+entry may go anywhere in the table, but a new game takes a new name and an
+unused key code.  :func:`game_table` refuses a table that repeats either.
+
 >>> GAME_TYPES["terrace6x6"].board_size
 6
 >>> GAME_TYPES["patience"].family
@@ -19,47 +25,77 @@ from __future__ import annotations
 
 from ..games.ranking import Result as SolitaireResult
 from ..games.ranking import rank as rank_solitaire
-from .base import BoardRules, Family, GameType, IllegalMoveError, SolitaireRules
+from .base import KEY_CODES, BoardRules, Family, GameType, IllegalMoveError, SolitaireRules
 from .patience import PATIENCE_PASSWORD_AT, PATIENCE_VERBS, PatienceRules
 from .terrace import BOARD_VERBS, TerraceRules
 
 BOARD_PASSWORD_AT = {"challenge": 1}
 """``challenge USERID PASSWORD OPPONENT…`` (issue 36): the second word is masked in
 quotes and logs whichever form it is (it is a password unless it names a player)"""
-GAME_TYPES: dict[str, GameType] = {
-    g.name: g
-    for g in (
-        GameType(
-            "terrace",
-            "Terrace",
-            "board",
-            TerraceRules(8),
-            ("terrace", "rules"),
-            BOARD_VERBS,
-            "help_terrace.txt",
-            password_at=BOARD_PASSWORD_AT,
-        ),
-        GameType(
-            "terrace6x6",
-            "Terrace6x6",
-            "board",
-            TerraceRules(6),
-            ("terrace6x6",),
-            BOARD_VERBS,
-            "help_terrace.txt",
-            password_at=BOARD_PASSWORD_AT,
-        ),
-        GameType(
-            "patience",
-            "Patience",
-            "solitaire",
-            PatienceRules(),
-            ("patience", "solitaire"),
-            PATIENCE_VERBS,
-            password_at=PATIENCE_PASSWORD_AT,
-        ),
-    )
-}
+NAME_LENGTH = 16
+"""the longest name a game may have: the ``game_type`` columns are ``String(16)``"""
+
+
+class GameTableError(ValueError):
+    """A game table whose ids are not unique (or a key code out of range)."""
+
+
+def game_table(*games: GameType) -> dict[str, GameType]:
+    """The table of ``games`` by name, in the order given; :class:`GameTableError`
+    when two share a name or a key code, a key code is not 0–127, or a name does
+    not fit the rows (raised at import for :data:`GAME_TYPES`)."""
+    table: dict[str, GameType] = {}
+    codes: dict[int, str] = {}
+    for g in games:
+        if g.name in table:
+            raise GameTableError(f"two games called {g.name!r}")
+        if not 0 < len(g.name) <= NAME_LENGTH:
+            raise GameTableError(f"{g.name!r}: a game's name is 1–{NAME_LENGTH} characters (the rows' game_type)")
+        if g.key_code not in KEY_CODES:
+            raise GameTableError(f"{g.name}: key_code {g.key_code!r} is not in 0–{len(KEY_CODES) - 1}")
+        if g.key_code in codes:
+            raise GameTableError(f"{g.name} and {codes[g.key_code]} both have key_code {g.key_code}")
+        table[g.name] = g
+        codes[g.key_code] = g.name
+    return table
+
+
+GAME_TYPES: dict[str, GameType] = game_table(
+    GameType(
+        "terrace",
+        "Terrace",
+        "board",
+        TerraceRules(8),
+        ("terrace", "rules"),
+        BOARD_VERBS,
+        "help_terrace.txt",
+        password_at=BOARD_PASSWORD_AT,
+        key_code=0,
+    ),
+    GameType(
+        "terrace6x6",
+        "Terrace6x6",
+        "board",
+        TerraceRules(6),
+        ("terrace6x6",),
+        BOARD_VERBS,
+        "help_terrace.txt",
+        password_at=BOARD_PASSWORD_AT,
+        key_code=1,
+    ),
+    GameType(
+        "patience",
+        "Patience",
+        "solitaire",
+        PatienceRules(),
+        ("patience", "solitaire"),
+        PATIENCE_VERBS,
+        password_at=PATIENCE_PASSWORD_AT,
+        key_code=2,
+    ),
+)
+"""every game, by name; each entry's ``name`` and ``key_code`` are its ids (never
+change them; see the module's docstring)"""
 DEFAULT_GAME_TYPE = "terrace"
 """the server's main game: ``move 101 …`` means ``terrace move 101 …``"""
 GAME_VERBS: tuple[str, ...] = tuple(dict.fromkeys(v for g in GAME_TYPES.values() for v in g.verbs))
@@ -100,6 +136,7 @@ __all__ = [
     "GAME_VERBS",
     "BoardRules",
     "Family",
+    "GameTableError",
     "GameType",
     "IllegalMoveError",
     "SolitaireResult",
@@ -108,6 +145,7 @@ __all__ = [
     "board_rules",
     "board_size",
     "family_of",
+    "game_table",
     "game_title",
     "game_type",
     "rank_solitaire",

@@ -12,7 +12,10 @@ verbs that are only moves (patience's ``base`` and ``flip``) are declared in
 :attr:`SolitaireRules.move_verbs`, so the service needs no handler for them.
 
 A third game is a package under :mod:`pbmserv_terrace.games` plus an adapter
-module here and one line in :mod:`.table`; nothing in the service changes.
+module here and one entry in :data:`~pbmserv_terrace.gametypes.GAME_TYPES`;
+nothing in the service changes.  The entry fixes the game's two ids, which never
+change once a board of it was made: :attr:`GameType.name` (stored in every row)
+and :attr:`GameType.key_code` (packed into its reply keys).
 """
 
 from __future__ import annotations
@@ -194,12 +197,21 @@ class SolitaireRules(Protocol):
     def help_text(self, variant: str | None = None) -> str: ...
 
 
+KEY_CODES = range(0x80)
+"""the numbers a :attr:`GameType.key_code` may be (7 bits: the packed game type's
+high bit says whether a reply key names a board version)"""
+
+
 @dataclass(frozen=True)
 class GameType:
-    """One game the server runs: its command word, title and rules."""
+    """One game the server runs: its command word, title and rules, and its two
+    stable ids (:attr:`name` and :attr:`key_code`), declared in its table entry
+    and never derived from where the entry stands."""
 
     name: str
-    """the command word: ``terrace move 101 …``"""
+    """the command word: ``terrace move 101 …``, and the game's id in every row
+    that names a game (``games.game_type``, ratings, history, subscriptions, board
+    counters, outbox picture specs, confirmation payloads): never renamed"""
     title: str
     """in subjects and headings: ``Terrace Board 101``"""
     family: Family
@@ -214,6 +226,11 @@ class GameType:
     password_at: Mapping[str, int] = field(default_factory=dict)
     """where the password stands in a command's words, for the game's own verbs
     (masked when a command is quoted back or logged)"""
+    key_code: int = field(kw_only=True)
+    """the game's number in its reply keys (:mod:`pbmserv_terrace.service.replykeys`),
+    0–127, unique in the table: terrace 0, terrace6x6 1, patience 2 (what their
+    keys carried when the number was the entry's position).  Never change or reuse
+    one: every key mailed for the game carries it.  A new game takes an unused one."""
 
     @property
     def board_size(self) -> int:

@@ -20,6 +20,14 @@ back, so it only grows: after an undo the board returns to an earlier ply, but
 never to an earlier version, and a mail from before the undo stays outdated.
 Keys made before versions (issue 36) named the ply; the high bit of the packed
 game type tells them apart, and they are still read as naming a ply.
+
+The game type is packed as the game's ``key_code``, a number declared in its
+entry of :data:`~pbmserv_terrace.gametypes.GAME_TYPES` (terrace 0, terrace6x6 1,
+patience 2), never its place in the table: entries may be reordered or inserted
+anywhere without changing what a key names.  Until part 2 of issue 37 the number
+was the entry's position; the codes declared are those positions, so every key
+issued before reads as it did (the packing itself is unchanged).  A key code
+must never change or be reused.
 """
 
 from __future__ import annotations
@@ -28,20 +36,28 @@ import base64
 import binascii
 import hmac
 import struct
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
-from ..gametypes import GAME_TYPES
+from ..gametypes import GAME_TYPES, GameType
 
 SECRET_NAME = "reply_keys"  # noqa: S105 (the name of the secret's row, not a secret)
 MAC_BYTES = 10
 """80 bits of HMAC-SHA256"""
 _FIELDS = struct.Struct(">B3s3sH")
-_TYPES = list(GAME_TYPES)
 _LIMIT = 1 << 24
 KEY_LENGTH = 31
 _VERSIONED = 0x80
 """in the packed game type: the key names a board version, not a ply"""
+
+
+def games_by_code(games: Mapping[str, GameType]) -> dict[int, str]:
+    """Each game's ``key_code`` → its name (what a key's packed game type names)."""
+    return {g.key_code: g.name for g in games.values()}
+
+
+_BY_CODE = games_by_code(GAME_TYPES)
 
 
 @dataclass(frozen=True)
@@ -73,10 +89,10 @@ def current_mark(key: ReplyKey, game: _Board) -> int:
     return board_version(game) if key.versioned else game.ply
 
 
-def _payload(game_type: str, board: int, user_id: int, ply: int, versioned: bool) -> bytes:
+def _payload(game_type: str, board: int, user_id: int, ply: int, versioned: bool, games: Mapping[str, GameType]) -> bytes:
     if not (0 <= board < _LIMIT and 0 <= user_id < _LIMIT and 0 <= ply < 1 << 16):
         raise ValueError("board, user or ply out of the key's range")
-    kind = _TYPES.index(game_type) | (_VERSIONED if versioned else 0)
+    kind = games[game_type].key_code | (_VERSIONED if versioned else 0)
     return _FIELDS.pack(kind, board.to_bytes(3, "big"), user_id.to_bytes(3, "big"), ply)
 
 
@@ -85,11 +101,20 @@ def _mac(secret: bytes, payload: bytes, generation: int) -> bytes:
 
 
 def make_key(
-    secret: bytes, game_type: str, board: int, user_id: int, ply: int, generation: int, *, versioned: bool = False
+    secret: bytes,
+    game_type: str,
+    board: int,
+    user_id: int,
+    ply: int,
+    generation: int,
+    *,
+    versioned: bool = False,
+    games: Mapping[str, GameType] = GAME_TYPES,
 ) -> str:
     """A key for a mail about ``board`` to the user; ``ply`` is the board's
-    version when ``versioned`` (what board mails carry), else a plain number."""
-    payload = _payload(game_type, board, user_id, ply, versioned)
+    version when ``versioned`` (what board mails carry), else a plain number.
+    ``games``: the game table whose key codes are packed (tests pass another)."""
+    payload = _payload(game_type, board, user_id, ply, versioned, games)
     return key_text(payload + _mac(secret, payload, generation))
 
 
@@ -110,18 +135,20 @@ def key_bytes(text: str, length: int) -> bytes | None:
         return None
 
 
-def decode_key(text: str) -> ReplyKey | None:
-    """The fields a key names (not yet verified), or None if it is no key at all."""
+def decode_key(text: str, games: Mapping[str, GameType] | None = None) -> ReplyKey | None:
+    """The fields a key names (not yet verified), or None if it is no key at all
+    (or names a key code no game has).  ``games``: the game table to read the
+    key code in (default :data:`~pbmserv_terrace.gametypes.GAME_TYPES`)."""
     raw = key_bytes(text, KEY_LENGTH)
     if raw is None:
         return None
     payload, mac = raw[: _FIELDS.size], raw[_FIELDS.size :]
     kind, board, user, ply = _FIELDS.unpack(payload)
     versioned = bool(kind & _VERSIONED)
-    kind &= ~_VERSIONED
-    if kind >= len(_TYPES) or len(mac) != MAC_BYTES:
+    name = (_BY_CODE if games is None else games_by_code(games)).get(kind & ~_VERSIONED)
+    if name is None or len(mac) != MAC_BYTES:
         return None
-    return ReplyKey(_TYPES[kind], int.from_bytes(board, "big"), int.from_bytes(user, "big"), ply, payload, mac, versioned)
+    return ReplyKey(name, int.from_bytes(board, "big"), int.from_bytes(user, "big"), ply, payload, mac, versioned)
 
 
 def verify_key(secret: bytes, key: ReplyKey, generation: int) -> bool:
