@@ -130,7 +130,9 @@ async def set_addresses(ctx: Ctx, user: User, wanted: list[str], *, welcome: lis
 
 
 async def ask_challenge(ctx: Ctx, user: User, address: str, payload: dict[str, Any], values: Mapping[str, object]) -> None:
-    """Mail ``user``'s registered ``address`` the challenge ``payload`` to confirm."""
+    """Mail ``user``'s registered ``address`` the challenge ``payload`` to confirm
+    (stored in the row as JSON; its ``game_type`` is the game's ``name``, its stable
+    id in :data:`~pbmserv_terrace.gametypes.GAME_TYPES`, never a position)."""
     made = await _row(ctx, user, "challenge", address, payload)
     if made is None:
         raise CommandError(
