@@ -312,19 +312,39 @@ def board_svg(
 ) -> str:
     """The picture as a standalone SVG document (no scripts, no external references).
 
-    Each piece is one ``<g class="piece">`` element whose ``<title>`` names it."""
-    groups = describe(pos, last_move, captured=captured, threatened=threatened)
+    Each piece is one ``<g class="piece">`` element whose ``<title>`` names it.  The
+    text of what never changes is written once and kept: the background of each board
+    size, and each piece on each square (:func:`svg_group` of what :func:`describe`
+    gives, so the document is the one written from :func:`describe` shape by shape)."""
+    n = pos.n
     out = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{WIDTH}" viewBox="0 0 {WIDTH} {WIDTH}" '
         f'role="img" font-family="DejaVu Sans, Verdana, Arial, sans-serif">',
         f"<title>{escape(picture_alt(pos))}</title>",
+        _background_svg(n),
+        svg_group(marks_under(pos, last_move)),
     ]
-    for group in groups:
-        out.append(f'<g class="{group.kind}">' + (f"<title>{escape(group.label)}</title>" if group.label else ""))
-        out.extend(_svg_shape(shape) for shape in group.shapes)
-        out.append("</g>")
+    out.extend(_piece_svg(p, n, sq) for sq, p in enumerate(pos.board) if p)
+    out.append(svg_group(marks_over(pos, captured, threatened)))
     out.append("</svg>")
     return "\n".join(out) + "\n"
+
+
+def svg_group(group: Group) -> str:
+    """One group as SVG: its ``<g>`` line, a line per shape, ``</g>``."""
+    head = f'<g class="{group.kind}">' + (f"<title>{escape(group.label)}</title>" if group.label else "")
+    return "\n".join([head, *map(_svg_shape, group.shapes), "</g>"])
+
+
+@cache
+def _background_svg(n: int) -> str:
+    return svg_group(background(n))
+
+
+@cache
+def _piece_svg(piece: int, n: int, sq: int) -> str:
+    """A piece on a square as SVG (at most 16 pieces x 64 squares of each board size)."""
+    return svg_group(Group("piece", piece_shapes(piece, n, *_centre(n, sq)), f"{piece_text(piece)} {geometry(n).name(sq)}"))
 
 
 def _n(value: float) -> str:

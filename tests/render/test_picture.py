@@ -7,6 +7,7 @@ import itertools
 import random
 import xml.etree.ElementTree as ET
 from pathlib import Path
+from xml.sax.saxutils import escape
 
 import pytest
 from PIL import Image, ImageChops
@@ -250,6 +251,34 @@ def test_svg_parses_and_has_one_element_per_piece() -> None:
         assert not list(root.iter(f"{SVG}script"))
         assert "href" not in svg and "url(" not in svg, "no external references"
         assert int(root.get("width", "0")) == picture.WIDTH
+
+
+def svg_from_describe(case: Case) -> str:
+    """The SVG document written shape by shape from :func:`picture.describe` (no kept text)."""
+    pos = case.pos
+    head = (
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{picture.WIDTH}" height="{picture.WIDTH}" '
+        f'viewBox="0 0 {picture.WIDTH} {picture.WIDTH}" role="img" font-family="DejaVu Sans, Verdana, Arial, sans-serif">'
+    )
+    groups = picture.describe(pos, case.last_move, captured=case.captured, threatened=case.threatened)
+    body = [picture.svg_group(g) for g in groups]
+    return "\n".join([head, f"<title>{escape(picture_alt(pos))}</title>", *body, "</svg>"]) + "\n"
+
+
+def test_svg_from_kept_fragments_equals_the_drawing_of_describe() -> None:
+    """board_svg keeps the background's and each piece's text; the document is the
+    one written from describe(), byte for byte (goldens, random games with marks)."""
+    cases = list(golden_cases().values())
+    rng = random.Random("svg")
+    for variant in SETUPS:
+        for n in SIZES:
+            for seed in range(3):
+                case = play_out(variant, n, rng.randrange(1, 40), seed)
+                squares = range(n * n)
+                cases += [case, Case(case.pos, case.last_move, rng.choice(squares), rng.sample(squares, rng.randrange(1, 5)))]
+    for case in cases + cases:  # (the second time from the kept fragments)
+        svg = board_svg(case.pos, case.last_move, captured=case.captured, threatened=case.threatened)
+        assert svg == svg_from_describe(case), format_tpn(case.pos)
 
 
 def test_svg_and_png_draw_the_same_picture() -> None:
