@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from email.utils import make_msgid
 from functools import cached_property
 
-from .commands import ParsedMail, parse_mail
+from .commands import ParsedMail, ReplyCommand, parse_mail, reply_command
 
 
 @dataclass
@@ -42,6 +42,12 @@ class InboundMail:
     def parsed(self) -> ParsedMail:
         """The commands of this mail (COMMANDS.md §1), parsed on first use only."""
         return parse_mail(self.subject, self.body)
+
+    @cached_property
+    def reply(self) -> ReplyCommand:
+        """What the body says as a reply to a board mail (its first own line as a
+        move, a draw, a chat …: :func:`..commands.reply_command`), read on first use."""
+        return reply_command(self.body)
 
 
 def never_answer(mail: InboundMail, server_address: str) -> str | None:

@@ -24,7 +24,6 @@ from ..config import Config
 from ..inbound import InboundMail
 from ..mail.embedded import EmbeddedInbound
 from ..mail.imap import ImapInbound
-from ..mail.message import parse_message
 from ..service import HandleResult, Service
 from ..store import Database, InboundQueue, QueueListener
 from ..web import listen_socket
@@ -32,6 +31,7 @@ from ..web.process import serve_beside
 from .batching import Expected, GroupCommit
 from .health import HealthEndpoint, LoopMonitor, Metrics
 from .ordering import KeyedRunner
+from .parsing import MailReader
 from .pipe import save_failed
 from .robots import RobotPlayer
 from .sender import SenderProcess, send_here
@@ -78,6 +78,8 @@ class Server:
         self._work = asyncio.Event()
         """the queue may hold mails this worker can claim"""
         self._claimers: list[asyncio.Task[None]] = []
+        self.reader = MailReader()
+        """reads raw mails (a big one in a worker process, off the event loop)"""
         self._parsed: dict[bytes, InboundMail] = {}
         """raw → the mail :meth:`describe` parsed, until :meth:`prepare` takes it"""
 
@@ -99,7 +101,7 @@ class Server:
                 parsed.append(known)
                 continue
             try:
-                parsed.append(parse_message(raw))
+                parsed.append(await self.reader.read(raw))
             except Exception as exc:
                 parsed.append(exc)
         good = [m for m in parsed if isinstance(m, InboundMail)]
@@ -193,11 +195,11 @@ class Server:
         self.metrics.inbound_connected.set(1 if up else 0)
 
     # ------------------------------------------------- the shared queue (PostgreSQL)
-    def describe(self, raw: bytes) -> tuple[str, frozenset[str] | None]:
+    async def describe(self, raw: bytes) -> tuple[str, frozenset[str] | None]:
         """(Message-ID, conflict keys) of a raw mail, as the queue records them.  A
         mail that cannot be parsed touches nothing (its handling fails it)."""
         try:
-            mail = parse_message(raw)
+            mail = await self.reader.read(raw)
         except Exception:
             return "", frozenset()
         # most likely claimed by this process soon: prepare() need not parse it again
@@ -396,6 +398,7 @@ class Server:
         if self._health is not None:
             self._health.close()
         monitor.stop()
+        self.reader.close()
         await self.db.close()
         log.info("stopped")
 

@@ -124,7 +124,7 @@ class MailSink(Protocol):
 
     def submit(self, raws: list[bytes], prepared: Any) -> list[asyncio.Task[Any]]: ...
 
-    def describe(self, raw: bytes) -> tuple[str, frozenset[str] | None]:
+    async def describe(self, raw: bytes) -> tuple[str, frozenset[str] | None]:
         """(Message-ID, conflict keys) of a raw mail, for the inbound queue."""
         ...
 
@@ -339,7 +339,7 @@ class ImapInbound:
                         chunk = new[start : start + BATCH]
                         fetched = await self._fetch(client, chunk)
                         mails = [
-                            NewMail(uid, *self.server.describe(fetched[uid]), fetched[uid]) for uid in chunk if uid in fetched
+                            NewMail(uid, *(await self.server.describe(fetched[uid])), fetched[uid]) for uid in chunk if uid in fetched
                         ]
                         await queue.add(uidvalidity, mails)
                         added += len(mails)

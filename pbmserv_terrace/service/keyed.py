@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..commands import Command, ReplyCommand, own_text, parse_line, reply_command
+from ..commands import Command, ReplyCommand, own_text, parse_line
 from ..commands.parse import redact_text
 from ..gametypes import GAME_TYPES, game_title
 from ..inbound import InboundMail
@@ -97,7 +97,7 @@ async def resolve(ctx: Ctx, mail: InboundMail, key_text: str, *, subject_has_com
     kind = GAME_TYPES[game.game_type]
     if kind.family == "solitaire":
         return await _solitaire(ctx, mail, key, game, user, subject_has_command=subject_has_command)
-    said = reply_command(mail.body)
+    said = mail.reply
     if said.empty:
         if subject_has_command:
             return KeyedReply(fall_back_to_subject=True)
