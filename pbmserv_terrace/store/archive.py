@@ -7,20 +7,31 @@ stay valid after the read-only session has ended (and expired its objects).  Eac
 (game_type, board_number) and (game_type, status, board_number), seats by
 (user_id, game_id), history by (game_type, finished_at) and its primary key,
 ratings by (user_id, game_type) and (game_type, rating).
+
+:class:`CommitMarker` is the one global question the archive asks: has anything been
+committed since it last asked (SQLite ``PRAGMA data_version`` on a connection of its
+own, PostgreSQL the current snapshot), so that pages need not ask each its own.
 """
 
 from __future__ import annotations
 
+import logging
+import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
+from urllib.parse import quote
 
-from sqlalchemy import Select, func, select
+from sqlalchemy import Select, func, select, text
+from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import lazyload
 
+from .db import Database
 from .models import FinishedGame, Game, MoveRecord, Rating, Seat, User
+
+log = logging.getLogger("pbmserv.web")
 
 
 @dataclass(frozen=True, slots=True)
@@ -384,3 +395,61 @@ class Archive:
             RatedResult(hid, gt, tuple(players), winner, rated, when, number)
             for hid, gt, players, winner, rated, when, number in (await self.s.execute(stmt)).all()
         ]
+
+
+class CommitMarker:
+    """A value that changes whenever anything is committed to the database by anyone
+    (and sometimes when nothing was): two equal readings mean that nothing was
+    committed between them, so what was read after the first is still what the
+    database holds at the second.  One tiny statement a reading.
+
+    - SQLite: ``PRAGMA data_version`` on a (read-only) connection of its own, which
+      changes when any other connection commits.  The archive's own connections only
+      read, and a commit is atomic in SQLite (one header of the WAL index).
+    - PostgreSQL: ``pg_current_snapshot()``, which changes when any transaction that
+      wrote becomes visible (it leaves the in-progress list) and when one starts
+      writing (it takes a transaction id).  Not the WAL position: a commit's record
+      is written (the position moves) before the transaction becomes visible (after
+      its flush, and a synchronous standby's answer), so a page read between the two
+      would be marked with the position that already counts a change it does not show.
+    - An in-memory SQLite database (no second connection can see it), or a reading
+      that fails: ``None``, which equals no marker (the pages then ask for themselves).
+    """
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+        self._sqlite: sqlite3.Connection | None = None
+        self._warned = False
+        self._opened = 0
+        database = make_url(db.url).database if db.is_sqlite else None
+        self._path = database if database and database != ":memory:" and not database.startswith("file:") else None
+
+    async def read(self) -> object | None:
+        try:
+            if not self.db.is_sqlite:
+                async with self.db.reading() as session:
+                    return str((await session.execute(text("SELECT pg_current_snapshot()"))).scalar_one())
+            if self._path is None:
+                return None
+            if self._sqlite is None:
+                uri = f"file:{quote(self._path)}?mode=rw"  # (never creates the file)
+                self._sqlite = sqlite3.connect(uri, uri=True, timeout=0.1, isolation_level=None, check_same_thread=False)
+                self._sqlite.execute("PRAGMA query_only=ON")
+                self._opened += 1
+            # (a connection's data_version means nothing to another: which connection goes with it)
+            return self._opened, int(self._sqlite.execute("PRAGMA data_version").fetchone()[0])
+        except Exception as exc:  # no marker: every page asks the database itself, as without one
+            if not self._warned:
+                self._warned = True
+                log.warning(
+                    "web archive: the database's commit marker cannot be read (%s: %s); each page asks for itself",
+                    type(exc).__name__,
+                    exc,
+                )
+            self.close()
+            return None
+
+    def close(self) -> None:
+        if self._sqlite is not None:
+            self._sqlite.close()
+            self._sqlite = None

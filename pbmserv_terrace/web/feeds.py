@@ -106,6 +106,7 @@ async def player_feed(request: Request) -> Response:
 
 
 async def _make_player_feed(site: Site, wanted: str, base: str) -> Page:
+    marker = await site.marker()
     async with site.db.reading() as session:
         archive = Archive(session)
         user = await archive.user(wanted)
@@ -135,4 +136,4 @@ async def _make_player_feed(site: Site, wanted: str, base: str) -> Page:
         updated=stamp(updated),
         entries=entries,
     )
-    return Page.of(feed, key=f"player-{userid}-atom", media_type=ATOM, ttl=site.live_ttl)
+    return Page.of(feed, key=f"player-{userid}-atom", media_type=ATOM, ttl=site.live_ttl, marker=marker)

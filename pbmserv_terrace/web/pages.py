@@ -4,8 +4,6 @@ and renders an autoescaped template; nothing a template sees holds an address.""
 
 from __future__ import annotations
 
-import dataclasses
-import time
 from collections.abc import Awaitable, Callable
 
 from starlette.requests import Request
@@ -88,7 +86,7 @@ async def board_view(request: Request, kind: str, render: BoardRender, *, by_ply
     game_type, number = board_address(request)
     raw = (request.query_params.get("ply") or None) if by_ply else None
     key = (kind, game_type, number, raw, site.base(request) if kind == "atom" else "")
-    page = site.pages.fresh(key)
+    page = await site.kept(key)
     if page is None:
         page = await site.pages.once(key, lambda: _make_board_view(request, site, key, render))
     return page.response(request)
@@ -96,6 +94,7 @@ async def board_view(request: Request, kind: str, render: BoardRender, *, by_ply
 
 async def _make_board_view(request: Request, site: Site, key: tuple[str, str, int, str | None, str], render: BoardRender) -> Page:
     _kind, game_type, number, raw, _base = key
+    marker = await site.marker()
     async with site.db.reading() as session:
         archive = Archive(session)
         found = await archive.game(game_type, number)
@@ -108,17 +107,17 @@ async def _make_board_view(request: Request, site: Site, key: tuple[str, str, in
         ttl = FINAL_MAX_AGE if final else site.live_ttl
         kept = site.pages.get(key)
         if kept is not None and kept.state == state:
-            return dataclasses.replace(kept, until=time.monotonic() + ttl)
+            return kept.again(ttl, marker)
         moves = await archive.moves(game.id)
     body, etag_key, media_type = render(request, game, moves, ratings, ply)
     max_age = FINAL_MAX_AGE if final else LIVE_MAX_AGE
-    return Page.of(body, key=etag_key, media_type=media_type, max_age=max_age, state=state, ttl=ttl)
+    return Page.of(body, key=etag_key, media_type=media_type, max_age=max_age, state=state, ttl=ttl, marker=marker)
 
 
 async def home(request: Request) -> Response:
     """The front page, rendered at most once every HOME_TTL seconds."""
     site = site_of(request)
-    page = site.pages.fresh(("home",))
+    page = await site.kept(("home",))
     if page is None:
         page = await site.pages.once(("home",), lambda: _make_home(site))
     return page.response(request)
@@ -126,6 +125,7 @@ async def home(request: Request) -> Response:
 
 async def _make_home(site: Site) -> Page:
     types = []
+    marker = await site.marker()
     async with site.db.reading() as session:
         archive = Archive(session)
         for game_type in GAME_TYPES:
@@ -141,7 +141,7 @@ async def _make_home(site: Site) -> Page:
                     "finished": await archive.recent_finished(game_type, FRONT_FINISHED),
                 }
             )
-    return Page.of(site.render("home.html", types=types, board_url=board_url), key="home", ttl=HOME_TTL)
+    return Page.of(site.render("home.html", types=types, board_url=board_url), key="home", ttl=HOME_TTL, marker=marker)
 
 
 async def help_page(request: Request) -> Response:
@@ -181,7 +181,7 @@ async def kept_page(request: Request, key: tuple[str, str], make: Callable[[Site
     ``live_ttl`` seconds, then made again by ``make`` (which keeps the rendering while
     what it shows is the same)."""
     site = site_of(request)
-    page = site.pages.fresh(key)
+    page = await site.kept(key)
     if page is None:
         page = await site.pages.once(key, lambda: make(site))
     return page.response(request)
@@ -192,15 +192,18 @@ async def _make_standings(site: Site, game_type: str) -> Page:
     page is kept until a rating or an ended game changes."""
     game_types = [game_type] if game_type else list(GAME_TYPES)
     key = ("standings", game_type)
+    marker = await site.marker()
     async with site.db.reading() as session:
         archive = Archive(session)
         version = await standings_version(archive, game_types)
         kept = site.pages.get(key)
         if kept is not None and kept.state == version:
-            return dataclasses.replace(kept, until=time.monotonic() + site.live_ttl)
+            return kept.again(site.live_ttl, marker)
         tables = [await standings_table(archive, t, None if game_type else STANDINGS_TOP) for t in game_types]
     html = site.render("standings.html", tables=tables, whole=not game_type)
-    return Page.of(html, key=f"standings-{game_type}" if game_type else "standings", state=version, ttl=site.live_ttl)
+    return Page.of(
+        html, key=f"standings-{game_type}" if game_type else "standings", state=version, ttl=site.live_ttl, marker=marker
+    )
 
 
 async def standings_version(archive: Archive, game_types: list[str]) -> tuple[object, ...]:
@@ -328,6 +331,7 @@ async def _make_player(site: Site, wanted: str) -> Page:
     replay's check for new results; the page is rendered again only when what it shows
     changed (a game row, a rating, a chart point), since rendering a hundred rows costs
     more than reading them."""
+    marker = await site.marker()
     async with site.db.reading() as session:
         archive = Archive(session)
         user = await archive.player(wanted)
@@ -339,7 +343,7 @@ async def _make_player(site: Site, wanted: str) -> Page:
     state = (user, tuple(games), tuple(site.ratings.count(game_type, userid) for game_type, _ in user.ratings))
     kept = site.pages.get(("player", wanted.lower()))
     if kept is not None and kept.state == state:
-        return dataclasses.replace(kept, until=time.monotonic() + site.live_ttl)
+        return kept.again(site.live_ttl, marker)
     charts = [
         (
             game_type,
@@ -366,4 +370,4 @@ async def _make_player(site: Site, wanted: str) -> Page:
         limit=PLAYER_GAMES,
         count=len(games),
     )
-    return Page.of(html, key=f"player-{userid}", state=state, ttl=site.live_ttl)
+    return Page.of(html, key=f"player-{userid}", state=state, ttl=site.live_ttl, marker=marker)

@@ -12,6 +12,14 @@ price of the one statement that reads them; the front page for ``HOME_TTL`` seco
 same page meanwhile wait for it (:meth:`Pages.once`), so a board that 200 clients
 watch is rendered once per move, not 200 times.
 
+When its time is up a page is first extended without a statement of its own if
+nothing at all was committed to the database since it was made or last checked
+(:class:`Changes`: one reading of the database's
+:class:`~pbmserv_terrace.store.archive.CommitMarker` every ``MARKER_INTERVAL``
+seconds at most, shared by every request; the page keeps the reading taken before
+its statements ran).  A commit is therefore shown within the page's time, as
+without the marker; while the database changes, each page asks for itself.
+
 The handler modules (:mod:`.pages`, :mod:`.feeds`) import this; :mod:`.routes` imports
 the handlers and :mod:`.app` assembles the routes, so the imports run one way only.
 """
@@ -19,6 +27,7 @@ the handlers and :mod:`.app` assembles the routes, so the imports run one way on
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hashlib
 import time
 from collections import OrderedDict
@@ -35,6 +44,7 @@ from starlette.responses import Response
 
 from ..render import templates_dir
 from ..store import Database
+from ..store.archive import CommitMarker
 from .ratings import RatingHistory
 
 LIVE_MAX_AGE, FINAL_MAX_AGE = 15, 300
@@ -46,6 +56,8 @@ HOME_TTL = 2.0
 """seconds the front page is served as it was rendered (it lists every active board)"""
 PAGES_KEPT_BYTES = 64 << 20
 """rendered pages kept, in bytes of their bodies (the least recently used go first)"""
+MARKER_INTERVAL = 0.1
+"""seconds a reading of the database's commit marker is used for (then it is read again)"""
 
 
 @cache
@@ -73,6 +85,32 @@ class Site:
         self.live_ttl = LIVE_TTL
         self.pages = Pages(PAGES_KEPT_BYTES)
         """rendered boards, feeds, players, standings, the front page and the help (see :class:`Pages`)"""
+        self.changes = Changes(CommitMarker(db), MARKER_INTERVAL)
+
+    async def marker(self) -> object:
+        """The commit marker to keep with a page whose statements are about to run (None
+        when live pages are not kept at all, ``live_ttl`` 0: then no statement for it)."""
+        return (await self.changes.now())[0] if self.live_ttl else None
+
+    async def kept(self, key: Hashable) -> Page | None:
+        """The kept page of ``key`` if it may be served without its own statements: it is
+        fresh, or nothing was committed since the marker it was made (or checked) with
+        was read; then it is kept for its time again, counted from the marker's reading."""
+        page = self.pages.fresh(key)
+        if page is not None:
+            return page
+        page = self.pages.get(key)
+        if page is None or page.marker is None or not page.ttl:
+            return None
+        marker, read_at = await self.changes.now()
+        until = read_at + page.ttl
+        if marker != page.marker or until <= time.monotonic():
+            return None
+        if self.pages.get(key) is not page:  # (made again meanwhile)
+            return self.pages.fresh(key)
+        page = dataclasses.replace(page, until=until)
+        self.pages.put(key, page)
+        return page
 
     def base(self, request: Request) -> str:
         """The absolute URL of the site: ``public_url`` when configured, else as requested."""
@@ -100,17 +138,26 @@ class Page:
     the database says the same"""
     until: float = 0.0
     """``time.monotonic()`` until which the page is served without asking the database"""
+    ttl: float = 0.0
+    """seconds the page is kept at a time"""
+    marker: object = None
+    """the database's commit marker read before the statements that made or checked the
+    page (None: none; the page asks for itself when its time is up)"""
 
     @classmethod
     def of(
         cls, body: str, *, key: str, media_type: str = "text/html; charset=utf-8", max_age: int = LIVE_MAX_AGE,
-        state: object = None, ttl: float = 0.0,
+        state: object = None, ttl: float = 0.0, marker: object = None,
     ) -> Page:  # fmt: skip
         """The page of ``body`` with a weak ETag (what it shows: ``key``, plus a hash of the
         bytes, so a rating or comment change elsewhere also changes it)."""
         data = body.encode("utf-8")
         etag = f'W/"{key}-{hashlib.blake2b(data, digest_size=10).hexdigest()}"'
-        return cls(data, etag, media_type, max_age, state, time.monotonic() + ttl if ttl else 0.0)
+        return cls(data, etag, media_type, max_age, state, time.monotonic() + ttl if ttl else 0.0, ttl, marker)
+
+    def again(self, ttl: float, marker: object) -> Page:
+        """This page, found the same by the database (``marker`` read before): kept ``ttl`` seconds again."""
+        return dataclasses.replace(self, until=time.monotonic() + ttl if ttl else 0.0, ttl=ttl, marker=marker)
 
     def fresh(self) -> bool:
         return self.until > time.monotonic()
@@ -191,6 +238,36 @@ class Pages:
         self.put(key, page)
         making.set_result(page)
         return page
+
+
+class Changes:
+    """The database's commit marker, read at most once every ``interval`` seconds (one
+    reading at a time, which the requests that want it meanwhile share)."""
+
+    def __init__(self, marker: CommitMarker, interval: float) -> None:
+        self.marker, self.interval = marker, interval
+        self._value: object = None
+        self._read_at = -float("inf")
+        self._reading: asyncio.Future[tuple[object, float]] | None = None
+
+    async def now(self) -> tuple[object, float]:
+        """(marker, ``time.monotonic()`` when its reading began): no older than ``interval``."""
+        if time.monotonic() - self._read_at < self.interval:
+            return self._value, self._read_at
+        if self._reading is not None:
+            return await asyncio.shield(self._reading)
+        reading = self._reading = asyncio.get_running_loop().create_future()
+        try:
+            started = time.monotonic()
+            value = await self.marker.read()
+        except BaseException:
+            reading.set_result((None, started))  # (read() answers None for its own errors)
+            raise
+        finally:
+            self._reading = None
+        self._value, self._read_at = value, started
+        reading.set_result((value, started))
+        return value, started
 
 
 def _cancelling() -> bool:

@@ -6,6 +6,7 @@ a quick 503 with Retry-After, and pages that cannot have changed are served from
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -333,3 +334,71 @@ def test_the_archive_process_database_cannot_write(site: Site) -> None:
     count, failed = site.sql(scenario())
     assert count == len(site.filled.boards)
     assert "read" in failed.lower() and "only" in failed.lower(), failed
+
+
+def test_pages_past_their_time_are_kept_while_nothing_is_committed_and_follow_a_commit(site: Site) -> None:
+    """When a live board's, a player's or the standings' time is up, the database's commit
+    marker (one reading shared by all, no page statement) keeps them while nothing was
+    committed; a change committed by another connection (a vote, a rating) makes each
+    show it as soon as its time is up.  Here a page's time is made to run out by hand
+    and the marker is read on every check (its interval 0), so nothing waits on the clock."""
+    game_type, number = site.filled.boards["live"]
+    paths = {"live": f"/boards/{game_type}/{number}", "player": "/players/erin", "standings": "/standings"}
+
+    async def expire_all(client: httpx.AsyncClient) -> None:
+        pages = archive_site(client).pages
+        for key in [("html", game_type, number, None, ""), ("player", "erin"), ("standings", "")]:
+            page = pages.get(key)
+            assert page is not None and page.marker is not None, key
+            pages.put(key, dataclasses.replace(page, until=0.0))
+
+    async def scenario(client: httpx.AsyncClient) -> tuple[dict[str, str], dict[str, str], list[str], dict[str, str]]:
+        archive_site(client).live_ttl = 3600.0
+        archive_site(client).changes.interval = 0.0
+        first = {name: (await client.get(path)).text for name, path in paths.items()}
+        await expire_all(client)
+        with statements(site) as seen:
+            same = {name: (await client.get(path)).text for name, path in paths.items()}
+        async with UnitOfWork(site.db) as uow:
+            game = await uow.games.get(game_type, number, lock=True)
+            assert game is not None
+            game.draw_votes = [1]
+            erin = await uow.users.get("erin")
+            assert erin is not None
+            (row,) = await uow.ratings.for_update([erin.id], "terrace")
+            row.rating = 2345.0
+            await uow.commit()
+        await expire_all(client)
+        after = {name: (await client.get(path)).text for name, path in paths.items()}
+        return first, same, list(seen), after
+
+    first, same, seen, after = site.run(scenario)
+    assert same == first
+    assert all("pg_current_snapshot" in s for s in seen), seen  # (PostgreSQL: the marker; SQLite: its own connection)
+    assert len(seen) <= len(paths)
+    assert "A draw has been proposed" not in first["live"] and "A draw has been proposed" in after["live"]
+    for name in ("player", "standings"):
+        assert "2345" not in first[name] and "2345" in after[name], name
+
+
+def test_without_a_marker_a_page_past_its_time_asks_for_itself(site: Site) -> None:
+    """A marker that cannot be read is no marker: the page's own statements decide."""
+    path = "/standings"
+
+    async def scenario(client: httpx.AsyncClient) -> list[str]:
+        archive_site(client).live_ttl = 3600.0
+        changes = archive_site(client).changes
+        changes.interval = 0.0
+        await client.get(path)
+        page = archive_site(client).pages.get(("standings", ""))
+        archive_site(client).pages.put(("standings", ""), dataclasses.replace(page, until=0.0))
+
+        async def no_marker() -> None:
+            return None
+
+        changes.marker.read = no_marker
+        with statements(site) as seen:
+            assert (await client.get(path)).status_code == 200
+        return list(seen)
+
+    assert site.run(scenario), "the standings' own check"
