@@ -62,13 +62,28 @@ def die_with(parent: int) -> None:
         os._exit(1)
 
 
-def start_child(parent: int) -> None:
+def lower_priority(nice: int) -> None:
+    """Run at ``nice`` (added to this process's niceness): work done for one mail
+    or one robot yields the CPU to ``serve``'s event loop, which answers everybody."""
+    if nice:
+        with contextlib.suppress(OSError):
+            os.nice(nice)
+
+
+def pool_worker(parent: int, nice: int = 0) -> None:
+    """A process-pool worker of ``serve``: dies with it (:func:`die_with`), at ``nice``."""
+    die_with(parent)
+    lower_priority(nice)
+
+
+def start_child(parent: int, nice: int = 0) -> None:
     """What a child process of ``serve`` does first: die with it (:func:`die_with`),
     leave SIGINT and SIGTERM to ``serve`` (a Ctrl-C or a service manager's SIGTERM
     reaches the whole group, and ``serve`` says when its children stop; without
-    ``serve`` there is nobody to wait for, so they end the child), and log as
-    ``serve`` does."""
+    ``serve`` there is nobody to wait for, so they end the child), log as
+    ``serve`` does, and run at ``nice`` (:func:`lower_priority`)."""
     die_with(parent)
+    lower_priority(nice)
 
     def stop_signal(signum: int, frame: object) -> None:
         if os.getppid() != parent:

@@ -12,7 +12,8 @@ the finished :class:`~..inbound.InboundMail` comes back pickled.  A small mail i
 read in place: the hop to a process and back costs more than reading it.
 
 The worker is started on the first big mail (from the event loop's thread, so it
-dies with ``serve``: :func:`..lifecycle.start_child`) and kept; one process is
+dies with ``serve``: :func:`..lifecycle.start_child`), at a lower priority
+than ``serve`` (:data:`READER_NICE`), and kept; one process is
 enough, since a big mail is at most a few tens of milliseconds of its time.  A
 worker that died (killed, out of memory) is replaced for the next mail; the mail
 it was reading is read in place, so no mail is lost to it.
@@ -33,6 +34,9 @@ from ..mail.message import parse_message
 
 log = logging.getLogger("pbmserv.server")
 
+READER_NICE = 5
+"""the worker's niceness: reading one sender's 12 MB mail waits for the CPU while
+``serve`` answers everybody else"""
 INLINE_BYTES = 64 * 1024
 """mails up to this size are read on the event loop (at most a few ms of it)"""
 
@@ -59,7 +63,7 @@ class MailReader:
             return parse_message(raw)
         if self._pool is None:
             context = multiprocessing.get_context("spawn")  # never fork a process that has threads and sockets
-            self._pool = ProcessPoolExecutor(1, mp_context=context, initializer=start_child, initargs=(os.getpid(),))
+            self._pool = ProcessPoolExecutor(1, mp_context=context, initializer=start_child, initargs=(os.getpid(), READER_NICE))
         try:
             return await asyncio.get_running_loop().run_in_executor(self._pool, read_whole, raw)
         except BrokenProcessPool:

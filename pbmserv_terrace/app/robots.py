@@ -22,6 +22,7 @@ SIGKILL used to leave its engine worker (and with it multiprocessing's resource
 tracker, which lives until the last holder of its pipe ends) running under PID 1.
 Each worker asks the kernel for SIGKILL when its parent dies (:func:`die_with`,
 PR_SET_PDEATHSIG); the tracker then reads the end of its pipe and exits.
+They run at ``ROBOT_NICE``: when both want the CPU, ``serve``'s mail comes first.
 """
 
 from __future__ import annotations
@@ -33,10 +34,14 @@ import os
 from collections.abc import Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor
 
-from ..lifecycle import die_with
+from ..lifecycle import pool_worker
 from ..service import HandleResult, Service
 from ..service.hints import HINT_SECONDS, desk_of, solve
 from ..service.robots import HintTurn, RobotTurn, think
+
+ROBOT_NICE = 5
+"""the engine workers' niceness: a robot's move or a hint waits for the CPU while
+``serve`` answers mail (issue 36: 30 hints at once held honest replies back)"""
 
 log = logging.getLogger("pbmserv.robots")
 MAX_INLINE_PLIES = 200
@@ -129,7 +134,9 @@ class RobotPlayer:
         board keeps its robot to move and the next start computes it again)."""
         context = multiprocessing.get_context("spawn")  # never fork a process that has threads and sockets
         # workers are started from this (the loop's) thread, on demand in submit
-        pool = ProcessPoolExecutor(self.workers, mp_context=context, initializer=die_with, initargs=(os.getpid(),))
+        pool = ProcessPoolExecutor(
+            self.workers, mp_context=context, initializer=pool_worker, initargs=(os.getpid(), ROBOT_NICE)
+        )
         tasks = [asyncio.create_task(self._worker(pool), name=f"robot-{i}") for i in range(self.workers)]
         try:
             try:

@@ -9,7 +9,7 @@ import signal
 
 import pytest
 
-from pbmserv_terrace.app.parsing import MailReader, read_whole
+from pbmserv_terrace.app.parsing import READER_NICE, MailReader, read_whole
 from pbmserv_terrace.mail.message import parse_message
 
 
@@ -28,7 +28,8 @@ def test_a_big_mail_is_read_in_another_process_the_same_as_in_place() -> None:
     try:
         here = parse_message(BIG)
         there = asyncio.run(reader.read(BIG))
-        assert len(reader.workers()) == 1
+        (pid,) = reader.workers()
+        assert os.getpriority(os.PRIO_PROCESS, pid) == os.getpriority(os.PRIO_PROCESS, 0) + READER_NICE
         assert there == here
         assert there.parsed == here.parsed
         assert there.reply == here.reply
