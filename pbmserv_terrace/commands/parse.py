@@ -12,12 +12,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from ..gametypes import DEFAULT_GAME_TYPE, GAME_TYPES, GAME_VERBS
+from ..gametypes import DEFAULT_GAME_TYPE, GAME_TYPES
 from .quotes import own_text
+from .table import ACCOUNT_VERBS, ALIASES, GAME_VERBS, PREFIXES, commands_of, decl_of
 
-ACCOUNT_VERBS = ("signup", "change", "signoff", "delete", "help", "list", "message", "broadcast", "multiple", "all")
-ALIASES = {"add": "signup", "board": "move", "mvoe": "move", "ratings": "standings", "unsub": "unsubscribe"}
-PREFIXES = {"chall": "challenge", "prev": "preview", "sub": "subscribe", "unsub": "unsubscribe"}
 MAX_WORDS = 200
 """A command never needs more words; more are refused as unreadable."""
 
@@ -129,7 +127,7 @@ def parse_line(line: str, comment: str = "") -> Command | str:
         if not words:
             return f"'{first}' needs a command after it, e.g. '{first} help'"
         verb = _verb(words[0])
-        if verb is None or verb not in GAME_TYPES[first].verbs:
+        if verb is None or verb not in commands_of(first):
             return f"'{_clip(words[0])}' is not a {first} command; mail '{first} help' for the list"
     else:
         verb = _verb(first)
@@ -138,10 +136,10 @@ def parse_line(line: str, comment: str = "") -> Command | str:
         if verb not in ACCOUNT_VERBS:
             game_type = DEFAULT_GAME_TYPE  # the server's main game; 'move 101 …' means 'terrace move 101 …'
             named = words[1].lower() if len(words) > 1 else ""
-            if named in GAME_TYPES and verb in GAME_TYPES[named].verbs:
+            if named in GAME_TYPES and verb in commands_of(named):
                 game_type, words = named, [words[0], *words[2:]]  # 'standings patience' = 'patience standings'
-            if verb not in GAME_TYPES[game_type].verbs:
-                owner = next(g.name for g in GAME_TYPES.values() if verb in g.verbs)
+            if verb not in commands_of(game_type):
+                owner = next(name for name in GAME_TYPES if verb in commands_of(name))
                 return f"'{_clip(words[0])}' is a {owner} command: write '{owner} {verb} …' (mail '{owner} help')"
     return Command(verb=verb, game_type=game_type, words=words[1:], params=params, options=options, comment=comment, text=raw)
 
@@ -218,33 +216,20 @@ def _expand_multiple(cmd: Command, comment: str, line: str) -> ParsedMail:
 
 
 # ------------------------------------------------------------------ redaction
-PASSWORD_AT: dict[str, tuple[int, ...]] = {
-    "signup": (1,), "change": (2, 3), "signoff": (1,), "delete": (1,), "message": (1,), "broadcast": (1,),
-    "move": (2,), "queue": (2,), "submit": (2,), "confirm": (2,), "chat": (2,), "resign": (2,),
-    "subscribe": (2,), "unsubscribe": (2,), "notify": (1,), "accept": (1,), "reject": (1,), "limit": (1,),
-    "seek": (1,), "vacation": (1,), "showas": (1,),
-}  # fmt: skip
 MASK = "********"
 
 
 def _password_words(line: str) -> tuple[list[str], set[str]] | None:
-    """(the line's tokens, the tokens at its command's password positions), or
-    None when the line is no command.  A line of more than :data:`MAX_WORDS`
-    words is read by its first words (it still carries a real password)."""
+    """(the line's tokens, the tokens where its command's declaration says a
+    password stands: :meth:`.table.CommandDecl.password_words`), or None when the
+    line is no command.  A line of more than :data:`MAX_WORDS` words is read by
+    its first words (it still carries a real password)."""
     tokens = strip_subject(line).split()
     cmd = parse_line(" ".join(tokens[:MAX_WORDS]) if len(tokens) > MAX_WORDS else line)
     if isinstance(cmd, str):
         return None
-    own = GAME_TYPES[cmd.game_type].password_at if cmd.game_type else {}
-    if cmd.verb in own:
-        at: tuple[int, ...] = (own[cmd.verb],)
-    elif cmd.verb in PASSWORD_AT:
-        at = PASSWORD_AT[cmd.verb]
-    else:
-        return tokens, set()
-    if cmd.verb in ("subscribe", "unsubscribe") and cmd.words and not cmd.words[0].split("#")[0].isdigit():
-        at = (1,)  # subscribe U P all
-    return tokens, {cmd.words[i] for i in at if i < len(cmd.words)}
+    decl = decl_of(cmd.game_type, cmd.verb)
+    return tokens, decl.password_words(cmd.words) if decl is not None else set()
 
 
 def may_hold_password(line: str) -> bool:

@@ -15,7 +15,7 @@ from .solitaire import help_lines
 from .spec import command
 
 
-@command("signup", game=False, usage="signup USERID PASSWORD [address ...]")
+@command("signup")
 async def signup(ctx: Ctx, cmd: Command) -> None:
     words = need(cmd, 2)
     uid, password = check_userid(words[0]), check_password(words[1])
@@ -56,13 +56,7 @@ async def signup(ctx: Ctx, cmd: Command) -> None:
         notice(ctx, f"{ctx.server_name}: signup {uid}", *welcome, "", *lines)
 
 
-@command(
-    "change",
-    game=False,
-    usage="change password USERID PASSWORD NEWPASSWORD | change address USERID PASSWORD [address ...] | change keys USERID PASSWORD"
-    " | change pictures USERID PASSWORD on|off | change public USERID PASSWORD on|off",
-    auth=1,
-)
+@command("change")
 async def change(ctx: Ctx, cmd: Command) -> None:
     words = need(cmd, 3)
     what = words[0].lower()
@@ -103,7 +97,7 @@ async def change(ctx: Ctx, cmd: Command) -> None:
         notice(ctx, f"{ctx.server_name}: address changed", *lines)
 
 
-@command("signoff", game=False, usage="signoff USERID PASSWORD", auth=0)
+@command("signoff")
 async def signoff(ctx: Ctx, cmd: Command) -> None:
     words = need(cmd, 2, 2)
     user = await ctx.auth(words[0], words[1])
@@ -113,7 +107,7 @@ async def signoff(ctx: Ctx, cmd: Command) -> None:
            f"To come back: signup {user.userid} PASSWORD")  # fmt: skip
 
 
-@command("delete", game=False, usage="delete USERID PASSWORD", auth=0)
+@command("delete")
 async def delete(ctx: Ctx, cmd: Command) -> None:
     words = need(cmd, 2, 2)
     user = await ctx.auth(words[0], words[1])
@@ -151,7 +145,7 @@ def _solitaire_topic(topic: str) -> str | None:
     return next((g.name for g in GAME_TYPES.values() if g.family == "solitaire" and topic in g.help_topics), None)
 
 
-@command("help", game=False, usage="help [commands|terrace|tutorial|reply|board|patience]")
+@command("help")
 async def help_(ctx: Ctx, cmd: Command) -> None:
     topic = cmd.words[0].lower() if cmd.words else ""
     solitaire = _solitaire_topic(topic)
@@ -169,7 +163,7 @@ async def help_(ctx: Ctx, cmd: Command) -> None:
     )
 
 
-@command("message", game=False, usage="message USERID PASSWORD TO_USERID ...  (the body is the message)", auth=0)
+@command("message")
 async def message(ctx: Ctx, cmd: Command) -> None:
     words = need(cmd, 3, 50)
     user = await ctx.auth(words[0], words[1])
@@ -187,7 +181,7 @@ async def message(ctx: Ctx, cmd: Command) -> None:
     notice(ctx, f"{ctx.server_name}: message sent", f"Your message went to: {', '.join(sorted(found))}")
 
 
-@command("broadcast", game=False, usage="broadcast USERID PASSWORD  (the body is the message)", auth=0)
+@command("broadcast")
 async def broadcast(ctx: Ctx, cmd: Command) -> None:
     words = need(cmd, 2, 2)
     user = await ctx.auth(words[0], words[1])

@@ -20,6 +20,7 @@ from sqlalchemy.exc import DBAPIError, IntegrityError
 
 from ..commands import NO_COMMAND, Command, strip_subject
 from ..commands.parse import redact
+from ..commands.table import decl_of
 from ..config import Config
 from ..gametypes import DEFAULT_GAME_TYPE
 from ..inbound import InboundMail, is_valid_address, never_answer
@@ -42,9 +43,6 @@ PREWARM_PER_MAIL = 4
 BATCH_REDOS = 3
 """a batch is tried again at most this often, each time with one more mail in a
 savepoint of its own; the last try gives every mail one"""
-PER_BOARD = frozenset({"move", "resign", "queue", "submit", "confirm", "chat"})
-"""board commands whose effects stay on their board, its players' ratings
-(locked rows) and the sender; other commands are ordered against everything"""
 
 
 class _Redo(Exception):
@@ -203,10 +201,13 @@ class Service:
         if not mail.parsed.commands and mail.references:
             return None  # may be a reply whose key is found by its In-Reply-To
         for cmd in mail.parsed.commands:
-            if not (cmd.is_game and cmd.verb in PER_BOARD and len(cmd.words) >= 2 and cmd.words[0].isdigit()):
+            # a command declared per board (CommandDecl.per_board: BOARD USERID PASSWORD …)
+            decl = decl_of(cmd.game_type, cmd.verb) if cmd.is_game else None
+            at = decl.password_index(cmd.words) if decl is not None and decl.per_board else None
+            if at is None or len(cmd.words) < at or not cmd.words[0].isdigit():
                 return None
             keys.add(f"board:{cmd.game_type}:{int(cmd.words[0])}")
-            keys.add(f"user:{cmd.words[1].lower()}")
+            keys.add(f"user:{cmd.words[at - 1].lower()}")
         return frozenset(keys)
 
     # -------------------------------------------------------------- handling

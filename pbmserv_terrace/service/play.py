@@ -45,20 +45,7 @@ MAX_QUEUE = 10
 
 
 # ------------------------------------------------------------------ challenge
-CHALLENGE_USAGE = (
-    "challenge USERID PASSWORD OPPONENT [OPPONENT [OPPONENT]] [-long|-medium|-short|-master] [--nagtime=DAYS] "
-    "[--forfeittime=DAYS] [--totaltime=DAYS] | challenge USERID1 USERID2 [USERID3 [USERID4]] [...]  (without a password: "
-    "confirmed by Reply from USERID's registered address)"
-)
-
-
-def _challenge_auth(words: list[str]) -> int | None:
-    """Where USERID PASSWORD may stand: the password form has three words or more
-    (whether the second is a password is known only from the database)."""
-    return 0 if len(words) >= 3 else None
-
-
-@command("challenge", game=True, usage=CHALLENGE_USAGE, auth=_challenge_auth)
+@command("challenge", game=True)
 async def challenge(ctx: Ctx, cmd: Command) -> None:
     """A new board.  From is not identity (issue 36): with the challenger's password
     (``challenge U P OPPONENT…``, the challenger sits first unless named again
@@ -214,9 +201,6 @@ async def _open_board(
 
 
 # ----------------------------------------------------------------------- move
-MOVE_USAGE = "move BOARD USERID PASSWORD MOVE[#k] | move BOARD USERID PASSWORD propose|accept|reject|undo|resign"
-
-
 async def _player(ctx: Ctx, cmd: Command, words: list[str]) -> tuple[Game, User, Seat]:
     """Board words[0] (locked), the authenticated user words[1]/[2], their seat; the
     board must still be in play."""
@@ -237,7 +221,7 @@ def _numbered(game: Game, text: str) -> str:
     return move_text
 
 
-@command("move", game=True, usage=MOVE_USAGE, auth=1)
+@command("move", game=True)
 async def move(ctx: Ctx, cmd: Command) -> None:
     cmd.words = joined_move(cmd.words, 3)  # 'd7 - d6' written with spaces
     words = need(cmd, 4, 4)
@@ -389,7 +373,7 @@ async def _resign(ctx: Ctx, cmd: Command, game: Game, user: User, seat: Seat) ->
 VOTES = {"propose": _propose, "accept": _accept, "reject": _reject, "undo": _undo, "resign": _resign}
 
 
-@command("resign", game=True, usage="resign BOARD USERID PASSWORD", auth=1)
+@command("resign", game=True)
 async def resign(ctx: Ctx, cmd: Command) -> None:
     words = need(cmd, 3, 3)
     game, user, seat = await _player(ctx, cmd, words)
@@ -399,7 +383,7 @@ async def resign(ctx: Ctx, cmd: Command) -> None:
 
 
 # -------------------------------------------------------------- queue, submit
-@command("queue", game=True, usage="queue BOARD USERID PASSWORD MOVE", auth=1)
+@command("queue", game=True)
 async def queue(ctx: Ctx, cmd: Command) -> None:
     cmd.words = joined_move(cmd.words, 3)  # 'd7 - d6' written with spaces
     words = need(cmd, 4, 4)
@@ -422,7 +406,7 @@ async def queue(ctx: Ctx, cmd: Command) -> None:
            "A queued move is played when your turn comes; an illegal one is dropped (with the rest of the queue).")  # fmt: skip
 
 
-@command("submit", game=True, usage="submit BOARD USERID PASSWORD MOVE[#k]", auth=1)
+@command("submit", game=True)
 async def submit(ctx: Ctx, cmd: Command) -> None:
     cmd.words = joined_move(cmd.words, 3)  # 'd7 - d6' written with spaces
     words = need(cmd, 4, 4)
@@ -454,7 +438,7 @@ async def submit(ctx: Ctx, cmd: Command) -> None:
     )
 
 
-@command("confirm", game=True, usage="confirm BOARD USERID PASSWORD | confirm KEY  (the reply to a confirmation mail)", auth=1)
+@command("confirm", game=True)
 async def confirm(ctx: Ctx, cmd: Command) -> None:
     if len(cmd.words) == 1 and confirmations.is_key(cmd.words[0]):
         # the Reply to a confirmation mail (an address, or a challenge made without a password)

@@ -127,14 +127,12 @@ async def _show(ctx: Ctx, cmd: Command, words: list[str], viewer: User | None = 
     await show_users(ctx, cmd.game_type, words, selector, viewer)
 
 
-@command("show", game=True, usage="show BOARD[#k] ... | show USERID ... [active|inactive|next|all]")
+@command("show", game=True)
 async def show(ctx: Ctx, cmd: Command) -> None:
     await _show(ctx, cmd, need(cmd, 1, MAX_BOARDS + 1))
 
 
-@command(
-    "showas", game=True, usage="showas USERID PASSWORD BOARD ... | showas USERID PASSWORD [active|inactive|next|all]", auth=0
-)
+@command("showas", game=True)
 async def showas(ctx: Ctx, cmd: Command) -> None:
     words = need(cmd, 2, MAX_BOARDS + 2)
     user = await ctx.auth(words[0], words[1])
@@ -178,7 +176,7 @@ async def games_table(ctx: Ctx, game_type: str, userids: list[str], selector: st
     ctx.reply(f"{title} games", "games.txt", title=heading, rows=rows, players_width=width)
 
 
-@command("games", game=True, usage="games [USERID ...] [active|inactive|next|all]")
+@command("games", game=True)
 async def games(ctx: Ctx, cmd: Command) -> None:
     words = list(cmd.words)
     selector = "active"
@@ -187,12 +185,12 @@ async def games(ctx: Ctx, cmd: Command) -> None:
     await games_table(ctx, cmd.game_type or DEFAULT_GAME_TYPE, words, selector)
 
 
-@command("list", game=True, usage="list")
+@command("list", game=True)
 async def list_game(ctx: Ctx, cmd: Command) -> None:
     await games_table(ctx, cmd.game_type or DEFAULT_GAME_TYPE, [], "active")
 
 
-@command("standings", game=True, usage="standings")
+@command("standings", game=True)
 async def standings(ctx: Ctx, cmd: Command) -> None:
     game_type = cmd.game_type or DEFAULT_GAME_TYPE
     table = await ctx.uow.ratings.table(game_type)
@@ -230,7 +228,7 @@ async def standings(ctx: Ctx, cmd: Command) -> None:
     )
 
 
-@command("history", game=True, usage="history")
+@command("history", game=True)
 async def history(ctx: Ctx, cmd: Command) -> None:
     game_type = cmd.game_type or DEFAULT_GAME_TYPE
     rows = [
@@ -241,13 +239,13 @@ async def history(ctx: Ctx, cmd: Command) -> None:
     ctx.reply(f"{game_title(game_type)} history", "history.txt", title=game_title(game_type), rows=rows)
 
 
-@command("help", game=True, usage="help")
+@command("help", game=True)
 async def game_help(ctx: Ctx, cmd: Command) -> None:
     game_type = cmd.game_type or DEFAULT_GAME_TYPE
     ctx.reply(f"{game_title(game_type)} help", GAME_TYPES[game_type].help_template, **help_values(ctx, game_type))
 
 
-@command("preview", game=True, usage="preview BOARD[#k] MOVE ... | preview new PLAYERS [-long|-medium|-short|-master] MOVE ...")
+@command("preview", game=True)
 async def preview(ctx: Ctx, cmd: Command) -> None:
     words = need(cmd, 1, 200)
     game_type = cmd.game_type or DEFAULT_GAME_TYPE
@@ -317,7 +315,7 @@ async def preview(ctx: Ctx, cmd: Command) -> None:
 
 
 # ------------------------------------------------- account-level queries
-@command("list", game=False, usage="list [GAME]")
+@command("list")
 async def list_(ctx: Ctx, cmd: Command) -> None:
     if cmd.words:
         game_type = cmd.words[0].lower()
@@ -332,7 +330,7 @@ async def list_(ctx: Ctx, cmd: Command) -> None:
     ctx.reply(f"{ctx.server_name} games", "list.txt", rows=rows, server_name=ctx.server_name)
 
 
-@command("all", game=False, usage="all show USERID [next|active]")
+@command("all")
 async def all_show(ctx: Ctx, cmd: Command) -> None:
     words = need(cmd, 2, 3)
     if words[0].lower() != "show":

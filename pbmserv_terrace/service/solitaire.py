@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..commands import Command
+from ..commands.table import help_entries
 from ..gametypes import GAME_TYPES, Family, GameType, IllegalMoveError, SolitaireResult, SolitaireRules, rank_solitaire
 from ..render.html import solitaire_html
 from ..store import FinishedGame, Game, MoveRecord, Seat, User
@@ -218,7 +219,7 @@ def _record(ctx: Ctx, game: Game, text: str, rules: SolitaireRules, state: Any) 
 
 
 # ----------------------------------------------------------------------- new
-@command("new", game=SOLITAIRE, usage="new USERID PASSWORD [-VARIANT] [--deal=N|today]", auth=0)
+@command("new", game=SOLITAIRE)
 async def new(ctx: Ctx, cmd: Command) -> None:
     kind = _kind(cmd)
     rules = kind.solitaire
@@ -303,14 +304,14 @@ async def _play_moves(ctx: Ctx, cmd: Command, game: Game, user: User, texts: lis
     await mail_table(ctx, Table(game, state, moves, headline, notes))
 
 
-@command("move", game=SOLITAIRE, usage="move BOARD USERID PASSWORD MOVE [MOVE …]", auth=1)
+@command("move", game=SOLITAIRE)
 async def move(ctx: Ctx, cmd: Command) -> None:
     words = need(cmd, 4)
     game, user, _ = await _owner(ctx, cmd, words)
     await _play_moves(ctx, cmd, game, user, _rules(game).split_moves(words[3:]))
 
 
-@command(MOVE_VERB, game=SOLITAIRE, usage="", auth=1)
+@command(MOVE_VERB, game=SOLITAIRE)
 async def move_verb(ctx: Ctx, cmd: Command) -> None:
     """A solitaire's extra move word: ``flip 5 U P`` plays ``flip``, ``base 5 U P 7h``
     plays ``base 7h``."""
@@ -320,7 +321,7 @@ async def move_verb(ctx: Ctx, cmd: Command) -> None:
     await _play_moves(ctx, cmd, game, user, [" ".join([cmd.verb, *words[3:]])])
 
 
-@command("undo", game=SOLITAIRE, usage="undo BOARD USERID PASSWORD [COUNT]", auth=1)
+@command("undo", game=SOLITAIRE)
 async def undo(ctx: Ctx, cmd: Command) -> None:
     words = need(cmd, 3, 4)
     game, user, _ = await _owner(ctx, cmd, words)
@@ -364,7 +365,7 @@ async def _in_play(ctx: Ctx, cmd: Command) -> tuple[Game, User, SolitaireRules, 
     return game, user, _rules(game), state, moves
 
 
-@command("resign", game=SOLITAIRE, usage="resign BOARD USERID PASSWORD", auth=1)
+@command("resign", game=SOLITAIRE)
 async def resign(ctx: Ctx, cmd: Command) -> None:
     game, user, rules, state, moves = await _in_play(ctx, cmd)
     state = rules.resign(state)
@@ -372,7 +373,7 @@ async def resign(ctx: Ctx, cmd: Command) -> None:
     await mail_table(ctx, Table(game, state, moves, f"{user.userid} resigns", []))
 
 
-@command("hint", game=SOLITAIRE, usage="hint BOARD USERID PASSWORD", auth=1)
+@command("hint", game=SOLITAIRE)
 async def hint(ctx: Ctx, cmd: Command) -> None:
     """Records the request only (:mod:`.hints`): the solver runs in the worker pool,
     and the player's one answer is the board mail with the hint
@@ -409,7 +410,7 @@ async def answer_hint(ctx: Ctx, game: Game, position: tuple[int, int], found: st
     return True
 
 
-@command("show", game=SOLITAIRE, usage="show BOARD", auth=None)
+@command("show", game=SOLITAIRE)
 async def show(ctx: Ctx, cmd: Command) -> None:
     words = need(cmd, 1, 1)
     game, _ = await load_game(ctx, cmd, words[0], lock=False)
@@ -454,7 +455,7 @@ def standings_lines(kind: GameType, games: list[Game], *, limit: int = STANDINGS
     return out
 
 
-@command("standings", game=SOLITAIRE, usage="standings", auth=None)
+@command("standings", game=SOLITAIRE)
 async def standings(ctx: Ctx, cmd: Command) -> None:
     need(cmd, 0, 0)
     kind = _kind(cmd)
@@ -462,7 +463,7 @@ async def standings(ctx: Ctx, cmd: Command) -> None:
     ctx.reply(f"{kind.title} standings", "notice.txt", lines=standings_lines(kind, games), comment=None)
 
 
-@command("deal-of-the-day", game=SOLITAIRE, usage="deal-of-the-day [-VARIANT]", auth=None)
+@command("deal-of-the-day", game=SOLITAIRE)
 async def deal_of_the_day(ctx: Ctx, cmd: Command) -> None:
     need(cmd, 0, 0)
     kind = _kind(cmd)
@@ -490,7 +491,7 @@ async def list_boards(ctx: Ctx, kind: GameType) -> None:
     ctx.reply(f"{kind.title} games", "notice.txt", lines=lines, comment=None)
 
 
-@command("games", game=SOLITAIRE, usage="games [USERID]", auth=None)
+@command("games", game=SOLITAIRE)
 async def games(ctx: Ctx, cmd: Command) -> None:
     words = need(cmd, 0, 1)
     kind = _kind(cmd)
@@ -512,7 +513,7 @@ async def games(ctx: Ctx, cmd: Command) -> None:
     ctx.reply(f"{kind.title} games", "notice.txt", lines=lines, comment=None)
 
 
-@command("help", game=SOLITAIRE, usage="help", auth=None)
+@command("help", game=SOLITAIRE)
 async def help_(ctx: Ctx, cmd: Command) -> None:
     kind = _kind(cmd)
     ctx.reply(f"{kind.title} help", "notice.txt", lines=help_lines(kind), comment=None)
@@ -522,23 +523,9 @@ def help_lines(kind: GameType) -> list[str]:
     """``help GAME`` for a solitaire: its rules' text, then its commands (72 columns)."""
     rules = kind.solitaire
     name = kind.name
-    own = "BOARD USERID PASSWORD"
-    commands = [
-        ("new USERID PASSWORD [-VARIANT] [--deal=N|today]", "start a deal (a random one without --deal)"),
-        (f"move {own} MOVE [MOVE ...]", "several moves, played in order"),
-        *((" ".join([verb, own, *args]), f"the same as: move {own} {' '.join([verb, *args])}")
-          for verb, args in rules.move_verbs.items()),
-        (f"undo {own} [COUNT]", "take moves back (counted)"),
-        (f"hint {own}", "one good move from the solver (counted)"),
-        (f"resign {own}", "end the game with its score"),
-        ("show BOARD", "the table as it is"),
-        ("games [USERID]", "your boards"),
-        ("deal-of-the-day [-VARIANT]", "the day's deals, the same for everyone"),
-        ("standings", "the ranking on deals played by several players"),
-    ]  # fmt: skip
     lines = rules.help_text().rstrip("\n").split("\n")
     lines += ["", "Commands (USERID PASSWORD are yours; BOARD is the number in the board mail):"]
-    for form, what in commands:
+    for form, what in help_entries(name):  # the commands' declarations (commands/table.py)
         lines += [f"  {name} {form}", f"      {what}"]
     lines += ["", "Or reply to a board mail with your moves on its first line (e.g. w-t2 flip",
               "t4-f1), or undo, hint, show, resign: no password needed."]  # fmt: skip

@@ -1,9 +1,12 @@
-"""What a command handler declares about itself: its verb, whether it is a game
-command, its usage line, and where its USERID PASSWORD stand.
+"""How a handler says which command it answers: ``@command("move", game=True)``.
 
-:func:`command` only attaches that declaration to the function; nothing is
-registered as a side effect of importing a module.  :func:`.registry.build_registry`
-collects the declared handlers of the handler modules into a table.
+Everything else about a command (its usage line, where its password stands,
+whether it stays on one board, its help) is declared once, in
+:mod:`pbmserv_terrace.commands.table`; :func:`.registry.build_registry` binds each
+handler to its declaration there and refuses a handler without one (and a
+declaration without a handler).  :func:`command` only attaches the verb and the
+family to the function; nothing is registered as a side effect of importing a
+module.
 """
 
 from __future__ import annotations
@@ -13,47 +16,61 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..commands import Command
+from ..commands.table import MOVE_VERB, CommandDecl
 from ..gametypes import Family
 from .context import Ctx
 
 Handler = Callable[[Ctx, Command], Awaitable[None]]
-AuthAt = int | Callable[[list[str]], int | None] | None
-"""where USERID PASSWORD stand in a command's words: an index, a function of the
-words, or None (no password)"""
 
 
-MOVE_VERB = "(move verb)"
-"""the verb of the handler that plays a solitaire's extra move words (``flip``, ``base 7h``)"""
+@dataclass(frozen=True)
+class HandlerMark:
+    """What :func:`command` attaches: the verb and family a handler answers."""
+
+    verb: str
+    family: Family | None
+    fn: Handler
 
 
 @dataclass(frozen=True)
 class CommandSpec:
-    verb: str
-    family: Family | None
-    """the family of games whose command it is (``terrace move …`` is a board
-    command); None for an account command"""
-    usage: str
-    auth: AuthAt
+    """A command's declaration and the handler that answers it."""
+
+    decl: CommandDecl
     fn: Handler
+
+    @property
+    def verb(self) -> str:
+        return self.decl.verb
+
+    @property
+    def family(self) -> Family | None:
+        return self.decl.family
+
+    @property
+    def usage(self) -> str:
+        return self.decl.usage
 
 
 SPEC_ATTRIBUTE = "__pbmserv_command__"
 
 
-def command(verb: str, *, game: bool | Family, usage: str, auth: AuthAt = None) -> Callable[[Handler], Handler]:
+def command(verb: str, *, game: bool | Family = False) -> Callable[[Handler], Handler]:
     """Declare ``fn`` the handler of ``verb``: an account command (``game=False``), a
-    board game's (``game=True``) or a solitaire's (``game="solitaire"``).  ``auth``:
-    where USERID PASSWORD stand in its words, so ``serve`` can start the password
-    check before the transaction."""
+    board game's (``game=True``) or a solitaire's (``game="solitaire"``).  The
+    command itself is declared in :mod:`pbmserv_terrace.commands.table`."""
     family: Family | None = "board" if game is True else game or None
 
     def declare(fn: Handler) -> Handler:
-        setattr(fn, SPEC_ATTRIBUTE, CommandSpec(verb, family, usage, auth, fn))
+        setattr(fn, SPEC_ATTRIBUTE, HandlerMark(verb, family, fn))
         return fn
 
     return declare
 
 
-def spec_of(value: Any) -> CommandSpec | None:
-    spec = getattr(value, SPEC_ATTRIBUTE, None)
-    return spec if isinstance(spec, CommandSpec) else None
+def mark_of(value: Any) -> HandlerMark | None:
+    mark = getattr(value, SPEC_ATTRIBUTE, None)
+    return mark if isinstance(mark, HandlerMark) else None
+
+
+__all__ = ["MOVE_VERB", "CommandSpec", "Handler", "HandlerMark", "command", "mark_of"]

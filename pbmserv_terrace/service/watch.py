@@ -19,7 +19,7 @@ from .spec import command
 
 
 # ------------------------------------------------------------------------ chat
-@command("chat", game=True, usage="chat BOARD USERID PASSWORD  (the body is the message)", auth=1)
+@command("chat", game=True)
 async def chat(ctx: Ctx, cmd: Command) -> None:
     words = need(cmd, 3, 3)
     game, _ = await load_game(ctx, cmd, words[0], lock=False)
@@ -37,14 +37,6 @@ async def chat(ctx: Ctx, cmd: Command) -> None:
 
 
 # ---------------------------------------------------------------- watching
-def _board_first(words: list[str]) -> int | None:
-    """Where USERID PASSWORD stand in subscribe/unsubscribe: after the board, or
-    first in the ``USERID PASSWORD all`` form."""
-    if len(words) == 3 and words[2].lower() == "all" and not words[0].isdigit():
-        return 0
-    return 1
-
-
 async def _subscription(ctx: Ctx, cmd: Command, on: bool) -> None:
     words = need(cmd, 3, 3)
     game_type = cmd.game_type or DEFAULT_GAME_TYPE
@@ -81,17 +73,17 @@ async def _subscription(ctx: Ctx, cmd: Command, on: bool) -> None:
               headline=f"{what} this board", comment=None)  # fmt: skip
 
 
-@command("subscribe", game=True, usage="subscribe BOARD USERID PASSWORD | subscribe USERID PASSWORD all", auth=_board_first)
+@command("subscribe", game=True)
 async def subscribe(ctx: Ctx, cmd: Command) -> None:
     await _subscription(ctx, cmd, True)
 
 
-@command("unsubscribe", game=True, usage="unsubscribe BOARD USERID PASSWORD | unsubscribe USERID PASSWORD all", auth=_board_first)
+@command("unsubscribe", game=True)
 async def unsubscribe(ctx: Ctx, cmd: Command) -> None:
     await _subscription(ctx, cmd, False)
 
 
-@command("notify", game=True, usage="notify USERID PASSWORD [BOARD ...]", auth=0)
+@command("notify", game=True)
 async def notify(ctx: Ctx, cmd: Command) -> None:
     words = need(cmd, 2, 22)
     user = await ctx.auth(words[0], words[1])
@@ -114,7 +106,7 @@ async def notify(ctx: Ctx, cmd: Command) -> None:
 
 
 # ------------------------------------------------------- challenge preferences
-@command("accept", game=True, usage="accept USERID PASSWORD  (accept challenges)", auth=0)
+@command("accept", game=True)
 async def accept_challenges(ctx: Ctx, cmd: Command) -> None:
     words = need(cmd, 2, 2)
     user = await ctx.auth(words[0], words[1])
@@ -122,7 +114,7 @@ async def accept_challenges(ctx: Ctx, cmd: Command) -> None:
     notice(ctx, f"{ctx.server_name}: challenges", f"{user.userid} accepts challenges again.")
 
 
-@command("reject", game=True, usage="reject USERID PASSWORD  (refuse challenges)", auth=0)
+@command("reject", game=True)
 async def reject_challenges(ctx: Ctx, cmd: Command) -> None:
     words = need(cmd, 2, 2)
     user = await ctx.auth(words[0], words[1])
@@ -130,7 +122,7 @@ async def reject_challenges(ctx: Ctx, cmd: Command) -> None:
     notice(ctx, f"{ctx.server_name}: challenges", f"{user.userid} no longer accepts challenges.")
 
 
-@command("limit", game=True, usage="limit USERID PASSWORD [n|inf|0]", auth=0)
+@command("limit", game=True)
 async def limit(ctx: Ctx, cmd: Command) -> None:
     words = need(cmd, 2, 3)
     user = await ctx.auth(words[0], words[1])
@@ -146,7 +138,7 @@ async def limit(ctx: Ctx, cmd: Command) -> None:
     notice(ctx, f"{ctx.server_name}: limit", f"Challenge limit of {user.userid}: {shown}.")
 
 
-@command("seek", game=True, usage="seek USERID PASSWORD n", auth=0)
+@command("seek", game=True)
 async def seek(ctx: Ctx, cmd: Command) -> None:
     words = need(cmd, 3, 3)
     user = await ctx.auth(words[0], words[1])
@@ -162,7 +154,7 @@ async def seek(ctx: Ctx, cmd: Command) -> None:
         notice(ctx, f"{ctx.server_name}: seek", f"{user.userid} no longer seeks games.")
 
 
-@command("vacation", game=True, usage="vacation USERID PASSWORD on|off", auth=0)
+@command("vacation", game=True)
 async def vacation(ctx: Ctx, cmd: Command) -> None:
     words = need(cmd, 3, 3)
     user = await ctx.auth(words[0], words[1])
