@@ -29,6 +29,7 @@ import functools
 import textwrap
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from types import MappingProxyType
 
 from ..gametypes import GAME_TYPES, Family
 
@@ -257,7 +258,7 @@ def commands_of(game_type: str | None) -> Mapping[str, CommandDecl]:
     """The commands of game ``game_type`` (None: the account commands) by verb, in
     the help's order: its family's, and a solitaire's own move words."""
     if game_type is None:
-        return {d.verb: d for d in ACCOUNT_COMMANDS}
+        return MappingProxyType({d.verb: d for d in ACCOUNT_COMMANDS})
     kind = GAME_TYPES[game_type]
     found: dict[str, CommandDecl] = {}
     for decl in FAMILY_COMMANDS[kind.family]:
@@ -266,7 +267,7 @@ def commands_of(game_type: str | None) -> Mapping[str, CommandDecl]:
                 found[verb] = _move_word(verb, args, decl)
         else:
             found[decl.verb] = decl
-    return found
+    return MappingProxyType(found)
 
 
 def decl_of(game_type: str | None, verb: str) -> CommandDecl | None:

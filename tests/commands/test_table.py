@@ -25,6 +25,8 @@ from pbmserv_terrace.commands.table import (
     help_commands_template,
 )
 from pbmserv_terrace.gametypes import GAME_TYPES
+from pbmserv_terrace.inbound import InboundMail
+from pbmserv_terrace.service.core import Service
 from pbmserv_terrace.service.registry import build_registry
 from pbmserv_terrace.service.spec import command
 
@@ -159,7 +161,7 @@ def test_help_commands_is_generated_from_the_declarations():
     path = Path(__file__).resolve().parents[2] / "templates" / "help_commands.txt"
     assert path.read_text() == help_commands_template(), (
         "templates/help_commands.txt is written from commands/table.py: run\n"
-        ".venv/bin/python -c \"from pbmserv_terrace.commands.table import help_commands_template as t; "
+        '.venv/bin/python -c "from pbmserv_terrace.commands.table import help_commands_template as t; '
         "print(t(), end='')\" > templates/help_commands.txt"
     )
 
@@ -172,3 +174,14 @@ or the help itself"""
 def test_every_command_is_in_the_help():
     for game, decl in DECLS:
         assert decl.help or (decl.family, decl.verb) in HELPED_ELSEWHERE, (game, decl.verb)
+
+
+@pytest.mark.parametrize(("game", "decl", "line", "words"), CASES, ids=[c[2] for c in CASES])
+def test_the_ordering_keys_follow_per_board(game, decl, line, words):
+    """A per-board command runs beside other boards' mails, keyed by its board and
+    user; every other command runs alone."""
+    keys = Service.conflict_keys(InboundMail(sender="ann@x.test", subject=line, body="", message_id="<1@x>"))
+    if decl.per_board and words[:1] == ["101"]:
+        assert keys == {"from:ann@x.test", f"board:{game}:101", "user:ann"}
+    elif decl.handled:  # (``multiple`` without a body holds no command)
+        assert keys is None
