@@ -23,10 +23,10 @@ from datetime import datetime
 from typing import Any
 from urllib.parse import quote
 
-from sqlalchemy import Select, func, select, text
+from sqlalchemy import bindparam, func, select, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncSession
-from sqlalchemy.orm import lazyload
+from sqlalchemy.sql import Executable
 
 from .db import Database
 from .models import FinishedGame, Game, MoveRecord, Rating, Seat, User
@@ -158,38 +158,50 @@ class RatedResult:
     board_number: int
 
 
-def _game_row(game: Game, seats: Sequence[SeatRow] | None = None) -> GameRow:
-    return GameRow(
-        id=game.id,
-        game_type=game.game_type,
-        board_number=game.board_number,
-        variant=game.variant,
-        options=dict(game.options or {}),
-        rated=game.rated,
-        status=game.status,
-        ply=game.ply,
-        position=game.position,
-        start_position=game.start_position,
-        winner_seat=game.winner_seat,
-        result=game.result,
-        draw_votes=tuple(game.draw_votes),
-        undo_votes=tuple(game.undo_votes),
-        comment=game.comment,
-        created_at=game.created_at,
-        last_move_at=game.last_move_at,
-        finished_at=game.finished_at,
-        seats=tuple(seats)
-        if seats is not None
-        else tuple(
-            SeatRow(s.seat, s.user.userid, s.active, s.resign_pending, s.user.public_comments)
-            for s in sorted(game.seats, key=lambda s: s.seat)
-        ),
-    )
-
-
 LISTED_COLUMNS: tuple[Any, ...] = (Game.id, Game.game_type, Game.board_number, Game.variant, Game.options, Game.status, Game.ply,
                   Game.position, Game.winner_seat, Game.result, Game.last_move_at)  # fmt: skip
 """the columns of a :class:`ListedGame`, in its field order"""
+GAME_COLUMNS: tuple[Any, ...] = (Game.id, Game.game_type, Game.board_number, Game.variant, Game.options, Game.rated,
+                Game.status, Game.ply, Game.position, Game.start_position, Game.winner_seat, Game.result,
+                Game.draw_votes, Game.undo_votes, Game.comment, Game.created_at, Game.last_move_at,
+                Game.finished_at)  # fmt: skip
+"""the columns of a :class:`GameRow` but its seats, in its field order"""
+
+# The statements of the pages asked for most, built once with bound parameters and
+# run on the session's connection: columns, not ORM objects, and no statement built,
+# coerced and loaded into objects again on each request (most of a board page's time).
+GAME_STATEMENT = (
+    select(*GAME_COLUMNS, Seat.seat, Seat.active, Seat.resign_pending, User.userid, User.public_comments, Rating.rating)
+    .join(Seat, Seat.game_id == Game.id)
+    .join(User, User.id == Seat.user_id)
+    .outerjoin(Rating, (Rating.user_id == User.id) & (Rating.game_type == Game.game_type))
+    .where(Game.game_type == bindparam("game_type"), Game.board_number == bindparam("board_number"))
+    .order_by(Seat.seat)
+)
+MOVES_STATEMENT = (
+    select(MoveRecord.ply, MoveRecord.seat, MoveRecord.move, MoveRecord.auto, MoveRecord.played_at)
+    .where(MoveRecord.game_id == bindparam("game_id"))
+    .order_by(MoveRecord.ply)
+)
+PLAYER_STATEMENT = (
+    select(User.id, User.userid, User.created_at, Rating.game_type, Rating.rating, Rating.won, Rating.lost, Rating.tied,
+           Rating.games)
+    .outerjoin(Rating, Rating.user_id == User.id)
+    .where(User.userid == bindparam("userid"))
+    .order_by(Rating.game_type)
+)  # fmt: skip
+GAMES_OF_USER_STATEMENT = (
+    select(*LISTED_COLUMNS)
+    .where(Game.id.in_(select(Seat.game_id).where(Seat.user_id == bindparam("user_id"))))
+    .order_by(Game.last_move_at.desc(), Game.id.desc())
+    .limit(bindparam("limit"))
+)
+SEATS_STATEMENT = (
+    select(Seat.game_id, Seat.seat, Seat.active, Seat.resign_pending, User.userid, User.public_comments)
+    .join(User, User.id == Seat.user_id)
+    .where(Seat.game_id.in_(bindparam("game_ids", expanding=True)))
+    .order_by(Seat.game_id, Seat.seat)
+)
 
 
 class Archive:
@@ -201,32 +213,28 @@ class Archive:
     async def ping(self) -> bool:
         return (await self.s.execute(select(func.count()).select_from(Game).where(Game.id == 0))).scalar_one() == 0
 
+    async def _rows(self, stmt: Executable, params: dict[str, Any]) -> Sequence[Any]:
+        """The rows of a prebuilt Core statement, run on the session's connection."""
+        return (await (await self.s.connection()).execute(stmt, params)).all()
+
     async def game(self, game_type: str, board_number: int) -> tuple[GameRow, dict[str, float]] | None:
         """A board, its seats' userids and those players' ratings in this game type, in one
         statement (one row per seat: the unique board key, then seats by game)."""
-        stmt = (
-            select(Game, Seat.seat, Seat.active, Seat.resign_pending, User.userid, User.public_comments, Rating.rating)
-            .join(Seat, Seat.game_id == Game.id)
-            .join(User, User.id == Seat.user_id)
-            .outerjoin(Rating, (Rating.user_id == User.id) & (Rating.game_type == Game.game_type))
-            .where(Game.game_type == game_type, Game.board_number == board_number)
-            .order_by(Seat.seat)
-            .options(lazyload(Game.seats))
-        )
-        rows = (await self.s.execute(stmt)).all()
+        rows = await self._rows(GAME_STATEMENT, {"game_type": game_type, "board_number": board_number})
         if not rows:
             return None
-        seats = [SeatRow(seat, userid, active, pending, public) for _, seat, active, pending, userid, public, _ in rows]
-        ratings = {userid: rating for *_, userid, _, rating in rows if rating is not None}
-        return _game_row(rows[0][0], seats), ratings
+        k = len(GAME_COLUMNS)
+        seats = tuple(SeatRow(seat, userid, active, pending, public) for seat, active, pending, userid, public, _ in
+                      (row[k:] for row in rows))  # fmt: skip
+        ratings = {row[k + 3]: row[k + 5] for row in rows if row[k + 5] is not None}
+        (gid, gtype, number, variant, options, rated, status, ply, position, start, winner, result, draw_votes, undo_votes,
+         comment, created, last, finished) = rows[0][:k]  # fmt: skip
+        game = GameRow(gid, gtype, number, variant, dict(options or {}), rated, status, ply, position, start, winner, result,
+                       tuple(draw_votes or ()), tuple(undo_votes or ()), comment, created, last, finished, seats)  # fmt: skip
+        return game, ratings
 
     async def moves(self, game_id: int) -> list[MoveRow]:
-        stmt = (
-            select(MoveRecord.ply, MoveRecord.seat, MoveRecord.move, MoveRecord.auto, MoveRecord.played_at)
-            .where(MoveRecord.game_id == game_id)
-            .order_by(MoveRecord.ply)
-        )
-        return [MoveRow(*row) for row in (await self.s.execute(stmt)).all()]
+        return [MoveRow(*row) for row in await self._rows(MOVES_STATEMENT, {"game_id": game_id})]
 
     async def count_active(self, game_type: str) -> int:
         stmt = select(func.count()).select_from(Game).where(Game.game_type == game_type, Game.status == "active")
@@ -265,23 +273,7 @@ class Archive:
 
     async def player(self, userid: str) -> PlayerRow | None:
         """A user and their ratings in one statement (the user outer-joined to ratings)."""
-        stmt = (
-            select(
-                User.id,
-                User.userid,
-                User.created_at,
-                Rating.game_type,
-                Rating.rating,
-                Rating.won,
-                Rating.lost,
-                Rating.tied,
-                Rating.games,
-            )
-            .outerjoin(Rating, Rating.user_id == User.id)
-            .where(User.userid == userid.lower())
-            .order_by(Rating.game_type)
-        )
-        rows = (await self.s.execute(stmt)).all()
+        rows = await self._rows(PLAYER_STATEMENT, {"userid": userid.lower()})
         if not rows:
             return None
         user_id, name, created = rows[0][:3]
@@ -294,25 +286,18 @@ class Archive:
 
     async def games_of_user(self, user_id: int, limit: int) -> list[ListedGame]:
         """The user's boards, the most recently moved first (ix_seats_user, then games by key)."""
-        ids = select(Seat.game_id).where(Seat.user_id == user_id)
-        return await self._listed(
-            select(*LISTED_COLUMNS).where(Game.id.in_(ids)).order_by(Game.last_move_at.desc(), Game.id.desc()).limit(limit)
-        )
+        return await self._listed(GAMES_OF_USER_STATEMENT, {"user_id": user_id, "limit": limit})
 
-    async def _listed(self, stmt: Select[Any]) -> list[ListedGame]:
+    async def _listed(self, stmt: Executable, params: dict[str, Any] | None = None) -> list[ListedGame]:
         """Games selected by ``stmt`` (the LISTED_COLUMNS) with their seats: two column
         reads and no ORM objects, since a list page shows hundreds of boards."""
-        games = (await self.s.execute(stmt)).all()
+        games = await self._rows(stmt, params or {})
         if not games:
             return []
-        seat_stmt = (
-            select(Seat.game_id, Seat.seat, Seat.active, Seat.resign_pending, User.userid, User.public_comments)
-            .join(User, User.id == Seat.user_id)
-            .where(Seat.game_id.in_([g[0] for g in games]))
-            .order_by(Seat.game_id, Seat.seat)
-        )
         seats: dict[int, list[SeatRow]] = {}
-        for game_id, seat, active, pending, userid, public in (await self.s.execute(seat_stmt)).all():
+        for game_id, seat, active, pending, userid, public in await self._rows(
+            SEATS_STATEMENT, {"game_ids": [g[0] for g in games]}
+        ):
             seats.setdefault(game_id, []).append(SeatRow(seat, userid, active, pending, public))
         return [
             ListedGame(gid, game_type, number, variant, dict(options or {}), status, ply, position, winner, result, last,
