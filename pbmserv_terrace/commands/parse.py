@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from ..gametypes import DEFAULT_GAME_TYPE, GAME_TYPES
+from ..gametypes import DEFAULT_GAME_TYPE, GAME_TYPES, TITLES_PATTERN
 from .quotes import own_text
 from .table import ACCOUNT_VERBS, ALIASES, GAME_VERBS, PREFIXES, commands_of, decl_of
 
@@ -20,7 +20,7 @@ MAX_WORDS = 200
 """A command never needs more words; more are refused as unreadable."""
 
 _REPLY_PREFIX = re.compile(r"^\s*(?:(?:re|fwd?|aw|sv|wg|tr)\s*(?:\[\d+\])?\s*:\s*)+", re.IGNORECASE)
-_TITLES = "|".join(sorted((re.escape(g.title) for g in GAME_TYPES.values()), key=len, reverse=True))
+_TITLES = TITLES_PATTERN
 _SERVER_ONLY = re.compile(
     rf"^(?:new\s+)?(?:{_TITLES})\s+board\s+\d+(?:\s+\S+)?"
     r"(?:\s+(?:error|reminder|queue|submitted|subscribed|unsubscribed|hint))?$"

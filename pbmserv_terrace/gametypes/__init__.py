@@ -23,6 +23,8 @@ unused key code.  :func:`game_table` refuses a table that repeats either.
 
 from __future__ import annotations
 
+import re
+
 from ..games.ranking import Result as SolitaireResult
 from ..games.ranking import rank as rank_solitaire
 from .base import KEY_CODES, BoardRules, Family, GameType, IllegalMoveError, SolitaireRules
@@ -130,6 +132,16 @@ def family_of(name: str | None) -> Family:
     return game_type(name).family
 
 
+TITLES_PATTERN = "|".join(sorted((re.escape(g.title) for g in GAME_TYPES.values()), key=len, reverse=True))
+"""the games' titles as alternatives of a regular expression (the longest first),
+for reading the subjects of the server's own mails (``Patience Board 5 Error``)"""
+
+
+def game_titled(title: str) -> GameType:
+    """The game whose title is ``title`` (any case; KeyError if none)."""
+    return next(g for g in GAME_TYPES.values() if g.title.lower() == title.lower())
+
+
 __all__ = [
     "DEFAULT_GAME_TYPE",
     "GAME_TYPES",
@@ -141,12 +153,14 @@ __all__ = [
     "IllegalMoveError",
     "SolitaireResult",
     "SolitaireRules",
+    "TITLES_PATTERN",
     "board_games",
     "board_rules",
     "board_size",
     "family_of",
     "game_table",
     "game_title",
+    "game_titled",
     "game_type",
     "rank_solitaire",
 ]

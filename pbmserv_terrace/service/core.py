@@ -22,7 +22,7 @@ from ..commands import NO_COMMAND, Command, strip_subject
 from ..commands.parse import redact
 from ..commands.table import decl_of
 from ..config import Config
-from ..gametypes import DEFAULT_GAME_TYPE
+from ..gametypes import DEFAULT_GAME_TYPE, TITLES_PATTERN, game_titled
 from ..inbound import InboundMail, is_valid_address, never_answer
 from ..store import Database, MailUndo, UnitOfWork, utcnow
 from ..store.models import DELETED_HASH_PREFIX
@@ -77,8 +77,8 @@ class HandleResult:
 
 
 _MESSAGE_FROM = re.compile(r"^(?:message|broadcast) from (\S+) via ", re.IGNORECASE)
-_CHAT_FROM = re.compile(r"^(terrace(?:6x6)?) board (\d+) chat from (\S+)$", re.IGNORECASE)
-_BOARD = re.compile(r"^(?:new )?(terrace(?:6x6)?) board (\d+)\b", re.IGNORECASE)
+_CHAT_FROM = re.compile(rf"^({TITLES_PATTERN}) board (\d+) chat from (\S+)$", re.IGNORECASE)
+_BOARD = re.compile(rf"^(?:new )?({TITLES_PATTERN}) board (\d+)\b", re.IGNORECASE)
 
 
 def no_command_reason(subject: str, error: str, server_name: str) -> str:
@@ -90,13 +90,13 @@ def no_command_reason(subject: str, error: str, server_name: str) -> str:
     if m := _MESSAGE_FROM.match(subject):
         return f"{said}: to answer {m.group(1)}, mail 'message YOURID PASSWORD {m.group(1)}' with your answer in the body"
     if m := _CHAT_FROM.match(subject):
-        kind, board, who = m.groups()
+        title, board, who = m.groups()
         return (
             f"{said}: to chat back to {who}, reply 'chat' and your text to your newest mail of board {board}, "
-            f"or mail '{kind.lower()} chat {board} YOURID PASSWORD' with the text in the body"
+            f"or mail '{game_titled(title).name} chat {board} YOURID PASSWORD' with the text in the body"
         )
     if m := _BOARD.match(subject):
-        kind, board = m.group(1).lower(), m.group(2)
+        kind, board = game_titled(m.group(1)).name, m.group(2)
         return (
             f"{said}: to play on board {board}, reply to your newest board mail with your move on the first line, or mail "
             f"'{kind} move {board} YOURID PASSWORD MOVE'; '{kind} show {board}' shows the board"

@@ -12,14 +12,15 @@ from datetime import datetime
 
 from ..commands import Command, strip_subject
 from ..commands.parse import redact
-from ..gametypes import game_title
+from ..gametypes import TITLES_PATTERN, game_title
 from ..inbound import InboundMail, is_valid_address, new_message_id
 from ..render import render
 from ..store import UnitOfWork
 from .context import CommandError, Mail
 
 log = logging.getLogger("pbmserv.service")
-_ERROR_SUBJECT = re.compile(r"^(?:terrace(?:6x6)?\s+(?:board\s+\d+\s+)?error|.*: results of multiple)$", re.IGNORECASE)
+_ERROR_SUBJECT = re.compile(rf"^(?:(?:{TITLES_PATTERN})\s+(?:board\s+\d+\s+)?error|.*: results of multiple)$", re.IGNORECASE)
+"""the subjects of our error mails, of every game (``Patience Board 5 Error``)"""
 SYNTHETIC_ID_DOMAIN = "@pbmserv.invalid>"
 """Message-IDs made up for mails that had none: never put in In-Reply-To"""
 

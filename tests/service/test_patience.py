@@ -121,6 +121,8 @@ def test_an_illegal_first_move_changes_nothing(h: Harness) -> None:
     new(h)
     [r] = h.send("ann", "patience move 101 ann pw-ann flip")
     assert r.subject == "Patience Board 101 Error"
+    # an auto-responder's answer to it is not answered (issue 37: the guard knew only Terrace's subjects)
+    assert h.send("ann", f"Re: {r.subject}", "I am away until Monday.") == []
     assert "'flip' was not played" in r.body and "base" in r.body
     assert "Terrace patience: Terrace, deal 4" in r.body  # the table as it is
     assert "patience move 101 ann ******** flip" in r.body
