@@ -121,6 +121,20 @@ class BoardRules(Protocol):
 
     def robot_accepts_draw(self, pos: Any, army: int, level: int, ply: int) -> bool: ...
 
+    def why_won(self, outcome: Outcome, players: int) -> str:
+        """Why ``outcome``'s winner won, for "bob wins (WHY)" (``players`` at the start)."""
+        ...
+
+    def why_drawn(self, outcome: Outcome) -> str:
+        """What ended the game in a draw, after the name of the side to move
+        ("draw: bob WHY")."""
+        ...
+
+    def army_out(self, army: int) -> str:
+        """What happened to an army that left the board during the game, after its
+        player's name ("ann WHAT")."""
+        ...
+
 
 class SolitaireRules(Protocol):
     """The rules of a one-player game played from a numbered deal."""

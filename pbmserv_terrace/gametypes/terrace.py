@@ -23,6 +23,7 @@ from ..rules import (
     variant_for_players,
 )
 from ..rules.pieces import piece_text
+from .base import Outcome
 
 TWO_PLAYER_SETUPS = ("long", "medium", "short", "master")
 BOARD_VERBS = (
@@ -126,6 +127,17 @@ class TerraceRules:
         pos = self.load(text)
         result = choose_move(pos, level=level, ply=ply, history=[self.load(h) for h in history])
         return format_move(pos, result.move), describe(result)
+
+    def why_won(self, outcome: Outcome, players: int) -> str:
+        if "goal" in outcome.reason:
+            return "reached the goal with the T"
+        return "captured the T" if players == 2 else "is the last army on the board"
+
+    def why_drawn(self, outcome: Outcome) -> str:
+        return "has no legal move"
+
+    def army_out(self, army: int) -> str:
+        return f"'s T was captured: army {army} leaves the board."
 
     def robot_accepts_draw(self, pos: Position, army: int, level: int, ply: int) -> bool:
         """Whether the robot playing ``army`` accepts a draw offer: only when its own

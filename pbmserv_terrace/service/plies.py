@@ -93,23 +93,21 @@ async def after_ply(ctx: Ctx, game: Game, pos: BoardPosition) -> list[str]:
     """End-of-game checks, then pending resignations and queued moves of whoever
     is to move next.  Returns notes for the status block."""
     notes: list[str] = []
+    rules = board_rules(game.game_type)
     while game.status == "active":
         # seats whose army left the board (a captured T) are out of the game
         for s in game.seats:
             if s.active and s.seat not in pos.armies():
                 s.active = False
                 s.queued_moves = []
-                notes.append(f"{s.user.userid}'s T was captured: army {s.seat} leaves the board.")
+                notes.append(f"{s.user.userid}{rules.army_out(s.seat)}")
         outcome = pos.outcome()
         if outcome is not None:
             if outcome.winner is None:
-                await finish(ctx, game, None, f"draw: {seat_by_army(game, pos.to_move).user.userid} has no legal move")
+                await finish(ctx, game, None, f"draw: {seat_by_army(game, pos.to_move).user.userid} {rules.why_drawn(outcome)}")
             else:
                 winner = seat_by_army(game, outcome.winner)
-                why = "reached the goal with the T" if "goal" in outcome.reason else "is the last army on the board"
-                if "goal" not in outcome.reason and len(game.seats) == 2:
-                    why = "captured the T"
-                await finish(ctx, game, winner.seat, f"{winner.user.userid} wins ({why})")
+                await finish(ctx, game, winner.seat, f"{winner.user.userid} wins ({rules.why_won(outcome, len(game.seats))})")
             break
         seat = seat_by_army(game, pos.to_move)
         if seat.resign_pending:
