@@ -67,8 +67,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy import make_url, update
 
 from pbmserv_terrace.config import ServerConfig, load_config
+from pbmserv_terrace.games.terrace import format_move, start_position
 from pbmserv_terrace.inbound import InboundMail
-from pbmserv_terrace.rules import format_move, start_position
 from pbmserv_terrace.service import Service
 from pbmserv_terrace.store import Database, OutboxMessage
 from pbmserv_terrace.testing.dovecot import DovecotServer

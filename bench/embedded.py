@@ -64,7 +64,7 @@ import aiosmtplib
 from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy import update
 
-from pbmserv_terrace.rules import format_move, parse_tpn
+from pbmserv_terrace.games.terrace import format_move, parse_tpn
 from pbmserv_terrace.service.passwords import hash_password
 from pbmserv_terrace.store import Database, User
 from pbmserv_terrace.testing.postgres import free_port

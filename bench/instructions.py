@@ -40,8 +40,8 @@ from datetime import datetime
 piece, calls = sys.argv[1], int(sys.argv[2])
 if piece == "reply":
     from pbmserv_terrace.mail.message import build_message, message_bytes
-    from pbmserv_terrace.render.picture import board_png, threatened_squares
-    from pbmserv_terrace.rules import render_board, start_position
+    from pbmserv_terrace.games.terrace.picture import board_png, threatened_squares
+    from pbmserv_terrace.games.terrace import render_board, start_position
     pos = start_position("long")
     rng = random.Random(18)
     for _ in range(12):
@@ -73,8 +73,8 @@ elif piece == "parse":
                f"Message-ID: <b{k}@players.bench>\r\nDate: Fri, 27 Nov 2026 14:00:00 +0000\r\n\r\n\r\n").encode()
         parse_message(with_envelope_recipients(raw, ["pbmserv@bench.test"]))
 elif piece == "picture":
-    from pbmserv_terrace.render.picture import board_png, threatened_squares
-    from pbmserv_terrace.rules import start_position
+    from pbmserv_terrace.games.terrace.picture import board_png, threatened_squares
+    from pbmserv_terrace.games.terrace import start_position
     rng = random.Random(18)
     stream = []
     while len(stream) < max(calls, 1):

@@ -26,8 +26,8 @@ from sqlalchemy import select, update
 
 from pbmserv_terrace.app.compose import board_picture, to_email
 from pbmserv_terrace.config import load_config
+from pbmserv_terrace.games.terrace import start_position
 from pbmserv_terrace.inbound import InboundMail
-from pbmserv_terrace.rules import start_position
 from pbmserv_terrace.service import Service
 from pbmserv_terrace.store import Database, OutboxMessage, User
 

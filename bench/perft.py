@@ -1,7 +1,7 @@
 """Perft speed against the slow reference generator, measured in one run.
 
 Prints the leaf nodes per second of perft(DEPTH) from the 8x8 long start (default 4),
-the reference generator's (tests/rules/reference.py) leaves per second on the same
+the reference generator's (tests/games/terrace/reference.py) leaves per second on the same
 start at a smaller depth (default 3: it is some 50-200 times slower), and the ratio,
 with a verdict against the target of issue 17: at least 50x the reference's rate.
 Both are timed in this process, best of --repeat, so a busy machine slows both.
@@ -19,9 +19,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from pbmserv_terrace.rules import start_position
-from pbmserv_terrace.rules.perft import perft
-from tests.rules.reference import pieces, slow_perft
+from tests.games.terrace.reference import pieces, slow_perft
+
+from pbmserv_terrace.games.terrace import start_position
+from pbmserv_terrace.games.terrace.perft import perft
 
 TARGET_RATIO = 50.0
 

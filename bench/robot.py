@@ -24,15 +24,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from pbmserv_terrace.engine import choose_move, describe
-from pbmserv_terrace.engine.search import MATE_BOUND
-from pbmserv_terrace.rules import Position, format_move, parse_tpn, start_position
+from pbmserv_terrace.games.terrace import Position, format_move, parse_tpn, start_position
+from pbmserv_terrace.games.terrace.engine import choose_move, describe
+from pbmserv_terrace.games.terrace.engine.search import MATE_BOUND
 
 TARGETS = {("1", "random"): 0.95, ("2", "1"): 0.75, ("3", "2"): 0.65}
 PUZZLES = [
     # Forced wins in three moves of the side to move (five plies), found by a
-    # brute-force prover over the rules alone (tests/engine/solver.py), as checked in
-    # tests/engine/test_engine.py (WIN_IN_3).
+    # brute-force prover over the rules alone (tests/games/terrace/engine/solver.py), as checked in
+    # tests/games/terrace/engine/test_engine.py (WIN_IN_3).
     "C2t2/3T2/6/1a4/6/3A2 1",
     "2t3/6/d5/1B4/2TC2/6 2",
     "4C1/3b2/6/1T4/5D/1C1b1t 2",

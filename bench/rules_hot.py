@@ -41,7 +41,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from pbmserv_terrace.rules import (
+from pbmserv_terrace.games.terrace import (
     MOVE_FORMS,
     Move,
     NotationError,
@@ -55,9 +55,9 @@ from pbmserv_terrace.rules import (
     start_position,
     why_illegal,
 )
-from pbmserv_terrace.rules.geometry import FILES, SIZES
-from pbmserv_terrace.rules.notation import clear_position_cache
-from pbmserv_terrace.rules.pieces import ARMIES, KIND_T, KINDS, SIZE, make_piece, piece_from_text, piece_text
+from pbmserv_terrace.games.terrace.geometry import FILES, SIZES
+from pbmserv_terrace.games.terrace.notation import clear_position_cache
+from pbmserv_terrace.games.terrace.pieces import ARMIES, KIND_T, KINDS, SIZE, make_piece, piece_from_text, piece_text
 
 STEPS = ("read", "move", "canon", "play", "store", "over?", "view", "calls", "board", "tpn", "example", "subject")
 ISSUE_FIGURE_MS = 1.0

@@ -30,8 +30,8 @@ from sqlalchemy import update
 
 from pbmserv_terrace.app import heap
 from pbmserv_terrace.config import load_config
+from pbmserv_terrace.games.terrace import format_move, start_position
 from pbmserv_terrace.inbound import InboundMail
-from pbmserv_terrace.rules import format_move, start_position
 from pbmserv_terrace.service import HandleResult, Service
 from pbmserv_terrace.service.passwords import hash_password, verify_password
 from pbmserv_terrace.store import Database, OutboxMessage, User
@@ -139,7 +139,7 @@ async def _reset(db: Database, boards: list[int]) -> None:
     """Put the played boards back at their start so the next size plays the same moves."""
     from sqlalchemy import delete, select
 
-    from pbmserv_terrace.rules.notation import format_tpn
+    from pbmserv_terrace.games.terrace.notation import format_tpn
     from pbmserv_terrace.store import Game, MoveRecord
 
     start = format_tpn(start_position("long"))

@@ -20,8 +20,8 @@ from pathlib import Path
 
 from sqlalchemy import insert, select
 
-from pbmserv_terrace.rules import start_position
-from pbmserv_terrace.rules.notation import format_tpn
+from pbmserv_terrace.games.terrace import start_position
+from pbmserv_terrace.games.terrace.notation import format_tpn
 from pbmserv_terrace.store import Database, Game, MoveRecord, Seat, UnitOfWork, User, utcnow
 from pbmserv_terrace.testing.postgres import PostgresCluster
 

@@ -49,7 +49,7 @@ from pathlib import Path
 import httpx
 from sqlalchemy import insert, select
 
-from pbmserv_terrace.rules import format_move, format_tpn, start_position
+from pbmserv_terrace.games.terrace import format_move, format_tpn, start_position
 from pbmserv_terrace.store import Database, FinishedGame, Game, MoveRecord, Rating, Seat, User, utcnow
 from pbmserv_terrace.testing.postgres import PostgresCluster
 from pbmserv_terrace.web import create_app

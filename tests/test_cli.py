@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from pbmserv_terrace.rules import render_board, setup_tpn, start_position
+from pbmserv_terrace.games.terrace import render_board, setup_tpn, start_position
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:

@@ -9,7 +9,8 @@ The row's picture spec says what to draw.  A spec whose ``game`` names a solitai
 (family ``solitaire`` in :data:`~pbmserv_terrace.gametypes.GAME_TYPES`) holds the
 deal and the moves played (``variant``, ``deal``, ``moves``, and ``resigned`` when
 the game was given up): the table is replayed and drawn by the game's rules.  Any
-other spec (``tpn``, ``last_move``; older rows have no ``game``) is a Terrace board."""
+other spec (``game``, ``tpn``, ``last_move``) is a board, drawn by its game's rules
+(rows queued before specs named their game are read by the rules that read them)."""
 
 from __future__ import annotations
 
@@ -19,31 +20,34 @@ from collections.abc import Mapping
 from email.message import Message
 
 from ..config import Config
-from ..gametypes import GAME_TYPES
+from ..gametypes import DEFAULT_GAME_TYPE, GAME_TYPES, board_games
 from ..mail.message import Outgoing, build_message
-from ..render.picture import board_png, threatened_squares
-from ..rules import Move, NotationError, parse_tpn
 from ..store import OutboxMessage
 
 log = logging.getLogger("pbmserv.outbound")
 
 
 @functools.lru_cache(maxsize=256)
-def board_picture(tpn: str, last_move: str) -> bytes:
-    """The PNG of a board mail: the position, its last move marked (and a capture),
-    and the T's that Terrace! announces ringed."""
-    pos = parse_tpn(tpn)
-    move: Move | None = None
-    captured: int | None = None
-    if last_move:
+def board_picture(game: str, position: str, last_move: str) -> bytes:
+    """The PNG of a board mail, drawn by the game's rules (:meth:`BoardRules.picture_png`)."""
+    rules = GAME_TYPES[game].board
+    return rules.picture_png(rules.load(position), last_move)
+
+
+def board_game_of(spec: Mapping[str, object]) -> str:
+    """The board game a picture spec is of: its ``game``; a row queued before specs
+    named their game (only Terrace's boards had pictures then) by the board game whose
+    rules read its position."""
+    game = spec.get("game")
+    if isinstance(game, str) and game in GAME_TYPES:
+        return game
+    for name in board_games():
         try:
-            squares = last_move.split("-")[1:3]
-            frm, to = pos.geo.square(squares[0]), pos.geo.square(squares[1].split(":")[0])
-            move = Move(frm, to)
-            captured = to if ":" in last_move else None
-        except (IndexError, ValueError, NotationError):
-            move = None
-    return board_png(pos, move, captured=captured, threatened=threatened_squares(pos))
+            GAME_TYPES[name].board.load(str(spec["tpn"]))
+        except (ValueError, KeyError):
+            continue
+        return name
+    return DEFAULT_GAME_TYPE
 
 
 @functools.lru_cache(maxsize=256)
@@ -65,7 +69,7 @@ def picture_png(spec: Mapping[str, object]) -> bytes | None:
     """The PNG a row's picture spec asks for; None when a solitaire's table cannot be
     replayed (the mail then goes as text only rather than not at all)."""
     if not is_solitaire(spec):
-        return board_picture(str(spec["tpn"]), str(spec.get("last_move") or ""))
+        return board_picture(board_game_of(spec), str(spec["tpn"]), str(spec.get("last_move") or ""))
     moves = spec.get("moves", [])
     try:
         if not isinstance(moves, list):

@@ -76,8 +76,6 @@ async def play_inline(service: Service, turns: Iterable[RobotTurn]) -> list[Hand
     return results
 
 
-
-
 async def _hint_inline(service: Service, turn: HintTurn) -> HandleResult | None:
     """Pipe mode: compute and send the hint this board waits for (None: it waits for none)."""
     try:
@@ -134,9 +132,7 @@ class RobotPlayer:
         board keeps its robot to move and the next start computes it again)."""
         context = multiprocessing.get_context("spawn")  # never fork a process that has threads and sockets
         # workers are started from this (the loop's) thread, on demand in submit
-        pool = ProcessPoolExecutor(
-            self.workers, mp_context=context, initializer=pool_worker, initargs=(os.getpid(), ROBOT_NICE)
-        )
+        pool = ProcessPoolExecutor(self.workers, mp_context=context, initializer=pool_worker, initargs=(os.getpid(), ROBOT_NICE))
         tasks = [asyncio.create_task(self._worker(pool), name=f"robot-{i}") for i in range(self.workers)]
         try:
             try:

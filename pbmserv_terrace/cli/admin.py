@@ -30,9 +30,9 @@ from sqlalchemy import func, insert, select, text, update
 
 from ..app.pipe import handle_raw
 from ..config import Config
+from ..games.terrace import parse_tpn, render_board
 from ..gametypes import GAME_TYPES, board_size
 from ..mail.imap import connect
-from ..rules import parse_tpn, render_board
 from ..service import CommandError, Service
 from ..service.args import check_password
 from ..service.boards import mail_game

@@ -13,11 +13,11 @@ import sys
 from collections.abc import Callable, Sequence
 
 from ..app.pipe import handle_raw, read_stdin
+from ..games.terrace import NotationError, parse_tpn, render_board, start_position
+from ..games.terrace.perft import perft
+from ..games.terrace.picture import write_png
 from ..lifecycle import setup_logging
 from ..mail.message import with_envelope_recipients
-from ..render.picture import write_png
-from ..rules import NotationError, parse_tpn, render_board, start_position
-from ..rules.perft import perft
 from ..store import Database
 from . import admin, oauth2, serve, web
 from .common import CliError, config_from_args

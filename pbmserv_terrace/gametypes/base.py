@@ -121,6 +121,23 @@ class BoardRules(Protocol):
 
     def robot_accepts_draw(self, pos: Any, army: int, level: int, ply: int) -> bool: ...
 
+    def picture_png(self, pos: Any, last_move: str = "") -> bytes:
+        """The board mail's picture of ``pos`` (``last_move``: the ply that led to it,
+        in canonical notation as recorded, marked on the board)."""
+        ...
+
+    def picture_svg(self, pos: Any, last_move: str = "") -> str:
+        """The same drawing as a standalone SVG document (the web's board pages)."""
+        ...
+
+    def picture_alt(self, pos: Any) -> str:
+        """The position in words (the picture's alt text, for screen readers)."""
+        ...
+
+    def army_colour(self, army: int) -> tuple[str, str]:
+        """(name, #RRGGBB) of the colour army ``army``'s pieces have in the pictures."""
+        ...
+
     def why_won(self, outcome: Outcome, players: int) -> str:
         """Why ``outcome``'s winner won, for "bob wins (WHY)" (``players`` at the start)."""
         ...

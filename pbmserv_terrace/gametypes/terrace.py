@@ -1,5 +1,5 @@
 """Terrace and Terrace6x6 behind :class:`.base.BoardRules`: the rules core
-(:mod:`pbmserv_terrace.rules`) on an 8x8 or a 6x6 board."""
+(:mod:`pbmserv_terrace.games.terrace`) on an 8x8 or a 6x6 board."""
 
 from __future__ import annotations
 
@@ -7,8 +7,7 @@ import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..engine import accepts_draw, choose_move, describe
-from ..rules import (
+from ..games.terrace import (
     MOVE_FORMS,
     Move,
     Position,
@@ -22,7 +21,9 @@ from ..rules import (
     start_position,
     variant_for_players,
 )
-from ..rules.pieces import piece_text
+from ..games.terrace.engine import accepts_draw, choose_move, describe
+from ..games.terrace.picture import ARMY_COLOUR_NAME, ARMY_FILL, mail_png, page_svg, picture_alt
+from ..games.terrace.pieces import piece_text
 from .base import Outcome
 
 TWO_PLAYER_SETUPS = ("long", "medium", "short", "master")
@@ -127,6 +128,18 @@ class TerraceRules:
         pos = self.load(text)
         result = choose_move(pos, level=level, ply=ply, history=[self.load(h) for h in history])
         return format_move(pos, result.move), describe(result)
+
+    def picture_png(self, pos: Position, last_move: str = "") -> bytes:
+        return mail_png(pos, last_move)
+
+    def picture_svg(self, pos: Position, last_move: str = "") -> str:
+        return page_svg(pos, last_move)
+
+    def picture_alt(self, pos: Position) -> str:
+        return picture_alt(pos)
+
+    def army_colour(self, army: int) -> tuple[str, str]:
+        return ARMY_COLOUR_NAME[army], ARMY_FILL[army]
 
     def why_won(self, outcome: Outcome, players: int) -> str:
         if "goal" in outcome.reason:

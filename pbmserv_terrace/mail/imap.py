@@ -339,7 +339,9 @@ class ImapInbound:
                         chunk = new[start : start + BATCH]
                         fetched = await self._fetch(client, chunk)
                         mails = [
-                            NewMail(uid, *(await self.server.describe(fetched[uid])), fetched[uid]) for uid in chunk if uid in fetched
+                            NewMail(uid, *(await self.server.describe(fetched[uid])), fetched[uid])
+                            for uid in chunk
+                            if uid in fetched
                         ]
                         await queue.add(uidvalidity, mails)
                         added += len(mails)

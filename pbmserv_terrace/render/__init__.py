@@ -15,7 +15,7 @@ from typing import Any
 
 import jinja2
 
-from ..rules import geometry
+from ..games.terrace import geometry
 
 COMMENT_RULE = "*" * 60
 
@@ -102,6 +102,8 @@ class GameView:
     """the position shown (TPN), for the picture"""
     last_move: str = ""
     """the last ply in canonical notation (``C-d2-e3:B``), '' when none is shown"""
+    game_type: str = ""
+    """the game's name in the game table (whose rules draw the picture)"""
 
 
 @dataclass

@@ -10,8 +10,8 @@ every value with ``|e`` as well: escaping twice is a no-op on Jinja's markup).
 
 from __future__ import annotations
 
+from ..games.terrace.picture import ARMY_COLOUR_NAME, ARMY_FILL, WIDTH
 from . import CommentView, GameView, environment
-from .picture import ARMY_COLOUR_NAME, ARMY_FILL, WIDTH
 
 PAGE_BG = "#FFFFFF"
 INK = "#1A1A1A"

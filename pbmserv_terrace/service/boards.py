@@ -14,7 +14,6 @@ from ..gametypes import DEFAULT_GAME_TYPE, board_rules, game_title
 from ..gametypes.base import BoardPosition
 from ..render import CommentView, GameView, PlayerView, move_table, render
 from ..render.html import board_html
-from ..render.picture import picture_alt
 from ..store import Game, MoveRecord, Seat, User
 from ..store.repos import Ply
 from .args import shortened
@@ -205,6 +204,7 @@ async def game_view(
         private_lines=private,
         position=board_rules(game.game_type).dump(pos),
         last_move=moves[-1].move if moves and moves[-1].move not in (RESIGN, FORFEIT) else "",
+        game_type=game.game_type,
     )
 
 
@@ -312,13 +312,15 @@ class BoardPicture:
 
     def _render(self, hint: str) -> str:
         cid = f"board-{self.view.title.lower()}-{self.view.board_number}@pbmserv"
-        alt = picture_alt(self.view.position) if self.view.position else "the board"
+        rules = board_rules(self.view.game_type)
+        alt = rules.picture_alt(rules.load(self.view.position)) if self.view.position else "the board"
         comments = [self.comment] if self.comment and self.comment.text else []
         return board_html(self.view, headline=self.headline, comments=comments, cid=cid, alt=alt, reply_hint=hint)
 
     def spec(self) -> dict[str, object]:
         """What :mod:`pbmserv_terrace.app.compose` draws when the mail is sent."""
         return {
+            "game": self.view.game_type,
             "tpn": self.view.position,
             "last_move": self.view.last_move,
             "cid": f"board-{self.view.title.lower()}-{self.view.board_number}@pbmserv",

@@ -1,8 +1,10 @@
-"""What a board page shows, computed from store rows with the rules only (no I/O).
+"""What a board page shows, computed from store rows with the game's rules only
+(no I/O): every game fact comes from its :class:`~..gametypes.BoardRules` (replaying
+its moves, its ASCII board, its picture, its armies' letters and colours).
 
-The mail service has the same logic in ``service/boards.py``, but the web may not
-import the service layer, so the few pure pieces it needs (replaying moves, the
-status line, who plays which army) are restated here over the archive's rows.
+The mail service words the same facts in ``service/boards.py``, but the web may not
+import the service layer, so the status line and who plays which army are said
+here over the archive's rows.
 """
 
 from __future__ import annotations
@@ -11,18 +13,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import lru_cache
+from typing import Any
 
-from ..gametypes import board_size, game_title
+from ..gametypes import board_rules, game_title
 from ..render import move_table
-from ..rules import Move, Position, format_tpn, parse_move, parse_tpn, render_board
-from ..rules.pieces import piece_text
 from ..store.archive import GameRow, ListedGame, MoveRow, SeatRow
 
 NOT_MOVES = ("Resign", "Forfeit")
 """plies that remove an army instead of moving a piece (service/boards.py RESIGN, FORFEIT)"""
-ARMY_COLOURS = {1: "orange", 2: "blue", 3: "green", 4: "pink"}
-ARMY_FILL = {1: "#E69F00", 2: "#0072B2", 3: "#009E73", 4: "#CC79A7"}
-"""the armies' colours as the board picture (render.picture) draws them: Okabe-Ito"""
 
 
 @dataclass
@@ -30,10 +28,10 @@ class Frame:
     """The position after some ply, and how it got there (for the picture)."""
 
     ply: int
-    pos: Position
-    last_move: Move | None = None
-    captured: int | None = None
-    """the square where the last move took a piece, if it did"""
+    pos: Any
+    """the game's position (what its rules' ``load`` makes)"""
+    last_move: str = ""
+    """the ply that led here in canonical notation ('' for none, a resignation, a forfeit)"""
     move_text: str = ""
     seat: int | None = None
     played_at: datetime | None = None
@@ -41,25 +39,23 @@ class Frame:
 
 def frames(game: GameRow, moves: list[MoveRow]) -> Iterator[Frame]:
     """The start and the position after each ply, in order (one pass over the moves)."""
-    pos = parse_tpn(game.start_position, board_size(game.game_type))
+    rules = board_rules(game.game_type)
+    pos = rules.load(game.start_position)
     yield Frame(0, pos)
     for record in moves:
-        move: Move | None = None
-        captured = None
+        last = ""
         if record.move in NOT_MOVES:
             pos = pos.without_army(record.seat)
         else:
-            move = parse_move(pos, record.move)
-            captured = move.to if pos.board[move.to] else None
-            pos = pos.play(move)
-        yield Frame(
-            record.ply, pos, move, captured, record.move + (" (Auto)" if record.auto else ""), record.seat, record.played_at
-        )
+            move = rules.parse_move(pos, record.move)
+            last = rules.format_move(pos, move)
+            pos = rules.play(pos, move)
+        yield Frame(record.ply, pos, last, record.move + (" (Auto)" if record.auto else ""), record.seat, record.played_at)
 
 
 def replay(game: GameRow, moves: list[MoveRow], upto: int) -> Frame:
     """The position after the first ``upto`` plies, with the last move and capture."""
-    last = Frame(0, parse_tpn(game.start_position, board_size(game.game_type)))
+    last = Frame(0, board_rules(game.game_type).load(game.start_position))
     for frame in frames(game, [m for m in moves if m.ply <= upto]):
         last = frame
     return last
@@ -78,6 +74,7 @@ class PlayerLine:
 
 def players(game: GameRow, ratings: dict[str, float]) -> list[PlayerLine]:
     out = []
+    rules = board_rules(game.game_type)
     for s in game.seats:
         state = "playing"
         if game.status == "won" and game.winner_seat == s.seat:
@@ -86,11 +83,8 @@ def players(game: GameRow, ratings: dict[str, float]) -> list[PlayerLine]:
             state = "out"
         elif game.status != "active":
             state = ""
-        out.append(
-            PlayerLine(
-                s.userid, s.seat, piece_text(s.seat << 3), ARMY_COLOURS[s.seat], ARMY_FILL[s.seat], ratings.get(s.userid), state
-            )
-        )
+        colour, fill = rules.army_colour(s.seat)
+        out.append(PlayerLine(s.userid, s.seat, rules.army_letters(s.seat), colour, fill, ratings.get(s.userid), state))
     return out
 
 
@@ -108,9 +102,8 @@ def status_lines(game: GameRow, frame: Frame) -> list[str]:
     if game.status != "active":
         return [f"Game over: {game.result}."]
     mover = seat_for_army(game, frame.pos.to_move)
-    lines = (
-        [f"It is {mover.userid}'s turn (army {mover.seat}, {piece_text(mover.seat << 3)}), ply {game.ply + 1}."] if mover else []
-    )
+    letters = board_rules(game.game_type).army_letters(mover.seat) if mover else ""
+    lines = [f"It is {mover.userid}'s turn (army {mover.seat}, {letters}), ply {game.ply + 1}."] if mover else []
     for line in frame.pos.announcements():
         for s in game.seats:
             line = line.replace(f"Army {s.seat}'s T", f"{s.userid}'s T (army {s.seat})")
@@ -130,7 +123,7 @@ def status_lines(game: GameRow, frame: Frame) -> list[str]:
 def army_to_move(position: str, game_type: str) -> int:
     """The army to move in a stored position.  Cached: a list page asks it for every
     active board it shows, and a position stays until its board's next move."""
-    return parse_tpn(position, board_size(game_type)).to_move
+    return int(board_rules(game_type).load(position).to_move)
 
 
 def to_move(game: GameRow | ListedGame) -> str:
@@ -191,12 +184,13 @@ def latest_comment(game: GameRow) -> Comment | None:
     return Comment(author, text, False)
 
 
-def text_record(game: GameRow, moves: list[MoveRow], final: Position) -> str:
+def text_record(game: GameRow, moves: list[MoveRow], final: Any) -> str:
     """The game as plain text: header lines, the moves in the server's notation, the
-    final position as TPN."""
+    final position as its stored string."""
+    rules = board_rules(game.game_type)
     lines = [
         f"Game: {game_title(game.game_type)} board {game.board_number}",
-        f"Players: {', '.join(f'{s.userid} (army {s.seat}, {piece_text(s.seat << 3)})' for s in game.seats)}",
+        f"Players: {', '.join(f'{s.userid} (army {s.seat}, {rules.army_letters(s.seat)})' for s in game.seats)}",
         f"Setup: {game.variant}{'' if game.rated else ', unrated'}",
         f"Start: {game.start_position}",
         f"Result: {game.result or ('in progress' if game.status == 'active' else game.status)}",
@@ -207,5 +201,5 @@ def text_record(game: GameRow, moves: list[MoveRow], final: Position) -> str:
     lines += [f"Plies: {game.ply}", ""]
     names = {s.seat: s.userid for s in game.seats}
     lines += [f"{m.ply}. {names.get(m.seat, m.seat)}: {m.move}{' (Auto)' if m.auto else ''}" for m in moves]
-    lines += ["", f"Final position: {format_tpn(final)}", "", render_board(final), ""]
+    lines += ["", f"Final position: {rules.dump(final)}", "", rules.board_text(final), ""]
     return "\n".join(lines)

@@ -1,17 +1,18 @@
-"""The board picture for pages: the mail's drawing (``render.picture.board_svg``) made
-fit to sit inside HTML (no XML declaration), with the threatened T's ringed."""
+"""The board picture for pages: the mail's drawing (the game's
+:meth:`~..gametypes.BoardRules.picture_svg`) made fit to sit inside HTML (no XML
+declaration)."""
 
 from __future__ import annotations
 
 import re
 
-from ..render.picture import board_svg, threatened_squares
+from ..gametypes import board_rules
 from .boardview import Frame
 
 _PROLOGUE = re.compile(r"^\s*(<\?xml[^>]*\?>\s*)?(<!DOCTYPE[^>]*>\s*)?", re.IGNORECASE)
 
 
-def inline_svg(frame: Frame) -> str:
+def inline_svg(game_type: str, frame: Frame) -> str:
     """The picture of ``frame`` as an ``<svg>`` element (the same drawing as the mail picture)."""
-    svg = board_svg(frame.pos, frame.last_move, captured=frame.captured, threatened=threatened_squares(frame.pos))
+    svg = board_rules(game_type).picture_svg(frame.pos, frame.last_move)
     return _PROLOGUE.sub("", svg, count=1)

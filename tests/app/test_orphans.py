@@ -9,7 +9,7 @@ import sqlite3
 import time
 from pathlib import Path
 
-from pbmserv_terrace.rules import parse_tpn
+from pbmserv_terrace.games.terrace import parse_tpn
 
 from .test_sender_process import Serve, alive, children, wait_for
 

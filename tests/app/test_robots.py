@@ -9,8 +9,8 @@ import asyncio
 import pytest
 
 from pbmserv_terrace.app.robots import RobotPlayer
+from pbmserv_terrace.games.terrace import parse_move, parse_tpn
 from pbmserv_terrace.mail.message import parse_message
-from pbmserv_terrace.rules import parse_move, parse_tpn
 from pbmserv_terrace.service.robots import RobotTurn
 from pbmserv_terrace.store import UnitOfWork
 

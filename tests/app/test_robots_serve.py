@@ -17,7 +17,7 @@ import time
 from email.message import EmailMessage
 from pathlib import Path
 
-from pbmserv_terrace.rules import Move, Position, parse_tpn
+from pbmserv_terrace.games.terrace import Move, Position, parse_tpn
 from pbmserv_terrace.testing.postgres import free_port
 
 WAIT = 60.0

@@ -12,9 +12,9 @@ from hypothesis import strategies as st
 
 from pbmserv_terrace.commands import NO_COMMAND, REPLY_VERBS, own_text, parse_mail, reply_command
 from pbmserv_terrace.commands.reply import _MOVE_SHAPE, compact_move
+from pbmserv_terrace.games.terrace import NotationError, parse_move, start_position
+from pbmserv_terrace.games.terrace.notation import _MOVE
 from pbmserv_terrace.mail.message import parse_message
-from pbmserv_terrace.rules import NotationError, parse_move, start_position
-from pbmserv_terrace.rules.notation import _MOVE
 
 REPLIES = Path(__file__).resolve().parent.parent / "data" / "replies"
 

@@ -15,8 +15,8 @@ import pytest
 from sqlalchemy import select
 
 from pbmserv_terrace.config import load_config
+from pbmserv_terrace.games.terrace import start_position
 from pbmserv_terrace.mail.message import parse_message
-from pbmserv_terrace.rules import start_position
 from pbmserv_terrace.service import Service
 from pbmserv_terrace.store import Database, Game, MoveRecord, OutboxMessage, ProcessedMessage, User
 

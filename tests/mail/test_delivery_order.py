@@ -12,8 +12,8 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from pbmserv_terrace.games.terrace import start_position
 from pbmserv_terrace.mail.imap import internaldates
-from pbmserv_terrace.rules import start_position
 from pbmserv_terrace.testing.dovecot import DovecotServer, LmtpRelay
 
 from ..service.policy import choose, text

@@ -33,7 +33,7 @@ from typing import cast
 
 import pytest
 
-from pbmserv_terrace.rules import start_position
+from pbmserv_terrace.games.terrace import start_position
 from pbmserv_terrace.testing.dovecot import DovecotServer, LmtpRelay
 from pbmserv_terrace.testing.postfix import PostfixServer
 

@@ -8,7 +8,7 @@ import random
 from email.message import Message
 from email.utils import make_msgid, parseaddr
 
-from pbmserv_terrace.rules import start_position
+from pbmserv_terrace.games.terrace import start_position
 
 from ..service.policy import choose
 from ..service.test_games import shortest_seed

@@ -6,7 +6,7 @@ from __future__ import annotations
 import random
 import time
 
-from pbmserv_terrace.rules import start_position
+from pbmserv_terrace.games.terrace import start_position
 
 from ..service.policy import choose, text
 from ..service.test_games import shortest_seed

@@ -5,11 +5,10 @@ from __future__ import annotations
 import html
 from html.parser import HTMLParser
 
+from pbmserv_terrace.games.terrace.picture import ARMY_FILL, WIDTH, picture_alt
 from pbmserv_terrace.render import CommentView
 from pbmserv_terrace.render.html import board_html
-from pbmserv_terrace.render.picture import ARMY_FILL, WIDTH, picture_alt
-
-from .cases import HOSTILE, game_view, golden_cases
+from tests.games.terrace.cases import HOSTILE, game_view, golden_cases
 
 
 class Collect(HTMLParser):

@@ -16,10 +16,9 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
+from pbmserv_terrace.games.terrace.picture import ARMY_FILL, WIDTH, board_png, height_shades, picture_alt
 from pbmserv_terrace.render.html import board_html
-from pbmserv_terrace.render.picture import ARMY_FILL, WIDTH, board_png, height_shades, picture_alt
-
-from .cases import HOSTILE, game_view, golden_cases
+from tests.games.terrace.cases import HOSTILE, game_view, golden_cases
 
 
 def near(pixel: tuple[int, ...], colour: str, tolerance: int = 6) -> bool:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import random
 
-from pbmserv_terrace.rules import Move, Position, format_move
+from pbmserv_terrace.games.terrace import Move, Position, format_move
 
 
 def choose(pos: Position, rng: random.Random) -> Move:

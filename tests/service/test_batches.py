@@ -16,8 +16,8 @@ from datetime import datetime
 import pytest
 from sqlalchemy import select
 
+from pbmserv_terrace.games.terrace import format_move, parse_tpn
 from pbmserv_terrace.mail.message import parse_message
-from pbmserv_terrace.rules import format_move, parse_tpn
 from pbmserv_terrace.service import HandleResult, Service
 from pbmserv_terrace.service.replykeys import SECRET_NAME, key_address, make_key
 from pbmserv_terrace.store import Game, MoveRecord, OutboxMessage, ProcessedMessage, Seat, ServerSecret, User

@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from pbmserv_terrace.rules import PLAYERS, parse_move, render_board, start_position
+from pbmserv_terrace.games.terrace import PLAYERS, parse_move, render_board, start_position
 
 from .harness import Harness, confirm, set_position, to
 from .policy import choose, text

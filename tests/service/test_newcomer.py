@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from pbmserv_terrace.rules import parse_tpn
+from pbmserv_terrace.games.terrace import parse_tpn
 
 from .harness import Harness, mine
 from .test_reply_keys import board_tpn

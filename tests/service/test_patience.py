@@ -15,8 +15,8 @@ from pbmserv_terrace.app.compose import board_picture, to_email
 from pbmserv_terrace.commands import parse_line
 from pbmserv_terrace.commands.parse import redact
 from pbmserv_terrace.games.patience import format_move, new_game, replay, solve
+from pbmserv_terrace.games.terrace import format_tpn, start_position
 from pbmserv_terrace.gametypes import GAME_TYPES
-from pbmserv_terrace.rules import format_tpn, start_position
 from pbmserv_terrace.store import OutboxMessage, UnitOfWork
 
 from .harness import Harness, Reply, answer
@@ -435,8 +435,10 @@ def test_compose_draws_solitaire_specs_by_replaying_and_terrace_specs_as_before(
     # an old row (no "game") and a board game's spec are Terrace boards, drawn as before
     tpn = format_tpn(start_position("long", 8))
     old = image_of({"tpn": tpn, "last_move": ""})
-    assert old == board_picture(tpn, "") and old is not None
+    assert old == board_picture("terrace", tpn, "") and old is not None
     assert image_of({"game": "terrace", "tpn": tpn, "last_move": ""}) == old
+    small = format_tpn(start_position("long", 6))
+    assert image_of({"tpn": small, "last_move": ""}) == board_picture("terrace6x6", small, "") != old
     # a solitaire spec that no longer replays: the mail goes as text only
     for broken in ({"game": "patience", "variant": "terrace", "deal": 4, "moves": ["zz-9"]},
                    {"game": "patience", "variant": "nosuch", "deal": 4, "moves": []},

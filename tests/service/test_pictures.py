@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from pbmserv_terrace.render.picture import ARMY_FILL, height_shades
-from pbmserv_terrace.rules import parse_tpn
+from pbmserv_terrace.games.terrace import parse_tpn
+from pbmserv_terrace.games.terrace.picture import ARMY_FILL, height_shades
 
 from .harness import Harness, Reply, mine
 

@@ -9,7 +9,7 @@ from email.utils import parseaddr
 
 import pytest
 
-from pbmserv_terrace.rules import parse_tpn
+from pbmserv_terrace.games.terrace import parse_tpn
 from pbmserv_terrace.service.replykeys import KEY_LENGTH, decode_key, key_in_address, make_key, verify_key
 
 from .harness import SERVER, Harness, Reply, answer, mine, raw_mail

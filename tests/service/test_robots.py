@@ -11,9 +11,9 @@ from email.utils import parseaddr
 import pytest
 
 from pbmserv_terrace.app.robots import play_inline
-from pbmserv_terrace.engine import accepts_draw
+from pbmserv_terrace.games.terrace import parse_move, parse_tpn
+from pbmserv_terrace.games.terrace.engine import accepts_draw
 from pbmserv_terrace.mail.message import parse_message
-from pbmserv_terrace.rules import parse_move, parse_tpn
 from pbmserv_terrace.service.robots import ROBOTS_ALONE_PLIES
 from pbmserv_terrace.store import Game, MoveRecord, UnitOfWork, User
 

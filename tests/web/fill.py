@@ -10,7 +10,7 @@ from datetime import timedelta
 
 from pbmserv_terrace.elo import new_ratings
 from pbmserv_terrace.elo import scores as elo_scores
-from pbmserv_terrace.rules import format_move, format_tpn, setup_tpn, start_position
+from pbmserv_terrace.games.terrace import format_move, format_tpn, setup_tpn, start_position
 from pbmserv_terrace.store import Database, FinishedGame, Game, MoveRecord, Seat, UnitOfWork, User, utcnow
 
 HOSTILE = '<script>alert("x")</script> & <img src=x onerror=alert(1)> {{ 7*7 }} "quoted"'

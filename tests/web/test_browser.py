@@ -134,7 +134,7 @@ def test_arrow_keys_step_the_replay_in_chromium(served: Served, tmp_path: Path) 
         assert driver.current_url == f"{base}?ply=3"
         assert driver.find_element(By.ID, "picture").get_attribute("data-ply") == "3"
         ascii_text = driver.execute_script("return document.querySelector('#ascii pre').textContent")
-        from pbmserv_terrace.rules import parse_tpn, render_board
+        from pbmserv_terrace.games.terrace import parse_tpn, render_board
 
         assert ascii_text == render_board(parse_tpn(served.filled.positions["four"][3], 8))
         assert f"Ply 3 of {plies}" in driver.find_element(By.ID, "plyinfo").text

@@ -12,7 +12,7 @@ import httpx
 import pytest
 from sqlalchemy import select, text, update
 
-from pbmserv_terrace.rules import parse_tpn, render_board
+from pbmserv_terrace.games.terrace import parse_tpn, render_board
 from pbmserv_terrace.store import Game, MoveRecord, Rating, UnitOfWork, User, utcnow
 
 from .conftest import PUBLIC_URL, Site
@@ -304,7 +304,7 @@ def test_moves_written_later_appear(site: Site) -> None:
     positions = site.filled.positions["live"]
 
     async def add_ply() -> str:
-        from pbmserv_terrace.rules import format_move, format_tpn
+        from pbmserv_terrace.games.terrace import format_move, format_tpn
 
         pos = parse_tpn(positions[-1], 8)
         move = pos.legal_moves()[0]
@@ -357,7 +357,7 @@ def test_player_page_follows_moves_and_ratings(site: Site) -> None:
         return page.split(f'<a href="/boards/{game_type}/{number}">')[1].split("</tr>")[0]
 
     async def scenario(client: httpx.AsyncClient) -> tuple[str, str, str, int]:
-        from pbmserv_terrace.rules import format_move, format_tpn
+        from pbmserv_terrace.games.terrace import format_move, format_tpn
 
         client._transport.app.state.site.live_ttl = 0.0  # type: ignore[attr-defined]  # (else kept for LIVE_TTL)
         async with UnitOfWork(site.db) as uow:

@@ -9,10 +9,10 @@ import random
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pbmserv_terrace.engine.board import SearchBoard, encode, to_move_obj
-from pbmserv_terrace.engine.zobrist import full_hash
-from pbmserv_terrace.rules import start_position
-from pbmserv_terrace.rules.setups import VARIANTS
+from pbmserv_terrace.games.terrace import start_position
+from pbmserv_terrace.games.terrace.engine.board import SearchBoard, encode, to_move_obj
+from pbmserv_terrace.games.terrace.engine.zobrist import full_hash
+from pbmserv_terrace.games.terrace.setups import VARIANTS
 
 
 @settings(max_examples=60, deadline=None)

@@ -10,9 +10,9 @@ import random
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from pbmserv_terrace.games.terrace import Move, Position, format_move, render_board, start_position
+from pbmserv_terrace.games.terrace.pieces import KIND_T, piece_text
 from pbmserv_terrace.render import CommentView, GameView, MoveRow, PlayerView
-from pbmserv_terrace.rules import Move, Position, format_move, render_board, start_position
-from pbmserv_terrace.rules.pieces import KIND_T, piece_text
 
 SIZES = (8, 6)
 SETUPS = ("long", "medium", "short", "master", "3p", "4p")

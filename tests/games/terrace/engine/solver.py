@@ -3,7 +3,7 @@ engine's claims of forced wins are checked by something that cannot share its bu
 
 from __future__ import annotations
 
-from pbmserv_terrace.rules import Move, Position
+from pbmserv_terrace.games.terrace import Move, Position
 
 
 def _finished_for(pos: Position, army: int) -> bool | None:

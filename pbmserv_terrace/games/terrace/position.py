@@ -9,7 +9,7 @@ list where they can be: :meth:`Position.is_legal` looks at the one piece's targe
 mask, :meth:`Position.outcome` and :meth:`Position.has_legal_move` stop at the
 first piece that can move, and the list itself hands out shared ``Move`` tuples.
 
->>> from pbmserv_terrace.rules.setups import start_position
+>>> from pbmserv_terrace.games.terrace.setups import start_position
 >>> len(start_position("long").legal_moves())
 50
 """

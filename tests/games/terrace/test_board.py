@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from pbmserv_terrace.rules import format_tpn, parse_tpn, render_board, start_position
+from pbmserv_terrace.games.terrace import format_tpn, parse_tpn, render_board, start_position
 
 # A copy of the spec's SETUPS.txt (see the file's first line): tests read nothing outside the repository.
-SETUPS = Path(__file__).resolve().parents[1] / "data" / "spec" / "SETUPS.txt"
+SETUPS = Path(__file__).resolve().parents[2] / "data" / "spec" / "SETUPS.txt"
 NAMES = {
     "long": (8, "long"),
     "medium": (8, "medium"),

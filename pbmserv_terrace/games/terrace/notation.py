@@ -1,6 +1,6 @@
 """Move notation (RULES.md §7) and position strings (TPN, RULES.md §8) in one place.
 
->>> from pbmserv_terrace.rules.setups import start_position
+>>> from pbmserv_terrace.games.terrace.setups import start_position
 >>> pos = start_position("long")
 >>> format_move(pos, parse_move(pos, "d2-e3"))
 'D-d2-e3'

@@ -3,7 +3,7 @@
 Public API: :func:`choose_move` (a move for robot level 1, 2 or 3),
 :func:`describe` (the robot's one-line comment), :func:`accepts_draw`,
 :func:`position_key` (a position's key for a game ``history``), and
-:class:`EngineResult`.  The engine imports only :mod:`pbmserv_terrace.rules` and
+:class:`EngineResult`.  The engine imports only :mod:`pbmserv_terrace.games.terrace` and
 the standard library.  Modules: ``board`` (make/unmake search board), ``zobrist``
 (hash keys), ``evaluate`` (static evaluation), ``search`` (alpha-beta; why paranoid
 for three and four armies is in its docstring), ``robot`` (levels and the API).

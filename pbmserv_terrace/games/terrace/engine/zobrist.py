@@ -13,7 +13,7 @@ from __future__ import annotations
 import random
 from functools import cache
 
-from pbmserv_terrace.rules import Position
+from pbmserv_terrace.games.terrace import Position
 
 PIECE_CODES = 40
 """Piece ints are ``army << 3 | kind`` with army <= 4: all below 40."""

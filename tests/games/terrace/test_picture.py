@@ -12,8 +12,8 @@ from xml.sax.saxutils import escape
 import pytest
 from PIL import Image, ImageChops
 
-from pbmserv_terrace.render import picture
-from pbmserv_terrace.render.picture import (
+from pbmserv_terrace.games.terrace import VARIANTS, NotationError, Position, format_tpn, parse_tpn, picture, start_position
+from pbmserv_terrace.games.terrace.picture import (
     ARMY_FILL,
     board_png,
     board_rgb,
@@ -24,12 +24,11 @@ from pbmserv_terrace.render.picture import (
     to_png,
     write_png,
 )
-from pbmserv_terrace.rules import VARIANTS, NotationError, Position, format_tpn, parse_tpn, start_position
-from pbmserv_terrace.rules.pieces import KIND_T, make_piece
+from pbmserv_terrace.games.terrace.pieces import KIND_T, make_piece
 
 from .cases import SETUPS, SIZES, Case, golden_cases, play_out, random_game
 
-PICTURES = Path(__file__).resolve().parents[1] / "data" / "pictures"
+PICTURES = Path(__file__).resolve().parents[2] / "data" / "pictures"
 MAX_BYTES = 25_000
 SVG = "{http://www.w3.org/2000/svg}"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pbmserv_terrace.rules import (
+from pbmserv_terrace.games.terrace import (
     Move,
     NotationError,
     format_move,
@@ -15,7 +15,7 @@ from pbmserv_terrace.rules import (
     parse_tpn,
     start_position,
 )
-from pbmserv_terrace.rules.setups import VARIANTS
+from pbmserv_terrace.games.terrace.setups import VARIANTS
 
 
 def moves_of(tpn: str, square: str) -> set[str]:

@@ -12,8 +12,8 @@ here equal the rules' legal moves along random games.
 
 from __future__ import annotations
 
-from pbmserv_terrace.rules import Move, Position, goal_square
-from pbmserv_terrace.rules.pieces import KIND_T, SIZE
+from pbmserv_terrace.games.terrace import Move, Position, goal_square
+from pbmserv_terrace.games.terrace.pieces import KIND_T, SIZE
 
 from .zobrist import hash_board, keys
 

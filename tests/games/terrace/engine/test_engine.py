@@ -11,11 +11,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pbmserv_terrace.engine import accepts_draw, choose_move, describe
-from pbmserv_terrace.engine.robot import LEVEL_NODES, NODES_PER_SECOND, EngineResult
-from pbmserv_terrace.engine.search import MATE_BOUND
-from pbmserv_terrace.rules import Move, Position, parse_tpn, start_position
-from pbmserv_terrace.rules.setups import VARIANTS
+from pbmserv_terrace.games.terrace import Move, Position, parse_tpn, start_position
+from pbmserv_terrace.games.terrace.engine import accepts_draw, choose_move, describe
+from pbmserv_terrace.games.terrace.engine.robot import LEVEL_NODES, NODES_PER_SECOND, EngineResult
+from pbmserv_terrace.games.terrace.engine.search import MATE_BOUND
+from pbmserv_terrace.games.terrace.setups import VARIANTS
 
 from .solver import forced_win, winning_moves
 

@@ -36,7 +36,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from pbmserv_terrace.rules import Move, Position, format_tpn
+from pbmserv_terrace.games.terrace import Move, Position, format_tpn
 
 from .board import SearchBoard, encode, to_move_obj
 from .evaluate import evaluate

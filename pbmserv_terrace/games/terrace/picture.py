@@ -30,11 +30,11 @@ from xml.sax.saxutils import escape
 
 from PIL import Image, ImageDraw, ImageFont
 
-from pbmserv_terrace.rules import Move, Position, format_tpn, geometry, parse_move, parse_tpn, start_position
-from pbmserv_terrace.rules.geometry import FILES
-from pbmserv_terrace.rules.pieces import KIND_T, SIZE, piece_text
+from pbmserv_terrace.games.terrace import Move, Position, format_tpn, geometry, parse_move, parse_tpn, start_position
+from pbmserv_terrace.games.terrace.geometry import FILES
+from pbmserv_terrace.games.terrace.pieces import KIND_T, SIZE, piece_text
 
-from .png import BandedPng, bands_of
+from ..png import BandedPng, bands_of
 
 Point = tuple[float, float]
 
@@ -727,11 +727,39 @@ def picture_alt(pos: Position | str) -> str:
     return " ".join(parts)
 
 
+# ----------------------------------------------------- a board mail's and a page's
+def last_move_marks(pos: Position, last_move: str) -> tuple[Move | None, int | None]:
+    """The last move and the square it captured on, read from its canonical text
+    (``C-d2-e3`` or ``C-d2-e3:B``) as recorded, with ``pos`` the position after it;
+    (None, None) when there is none or it cannot be read."""
+    if not last_move:
+        return None, None
+    try:
+        squares = last_move.split("-")[1:3]
+        frm, to = pos.geo.square(squares[0]), pos.geo.square(squares[1].split(":")[0])
+    except (IndexError, ValueError):
+        return None, None
+    return Move(frm, to), (to if ":" in last_move else None)
+
+
+def mail_png(pos: Position, last_move: str = "") -> bytes:
+    """The PNG of a board mail: the position, its last move marked (and a capture),
+    and the T's that Terrace! announces ringed."""
+    move, captured = last_move_marks(pos, last_move)
+    return board_png(pos, move, captured=captured, threatened=threatened_squares(pos))
+
+
+def page_svg(pos: Position, last_move: str = "") -> str:
+    """The same drawing as :func:`mail_png`, as SVG (the web's board pages)."""
+    move, captured = last_move_marks(pos, last_move)
+    return board_svg(pos, move, captured=captured, threatened=threatened_squares(pos))
+
+
 def write_png(path: str | Path, tpn: str, last_move_text: str | None = None) -> None:
     """Operator tool (``pbmserv-terrace board --png FILE TPN``): draw a position string.
 
     With ``last_move_text`` the move is played from the position and shown as the last
-    move.  Raises :class:`~pbmserv_terrace.rules.NotationError` on bad input."""
+    move.  Raises :class:`~pbmserv_terrace.games.terrace.NotationError` on bad input."""
     pos = parse_tpn(tpn)
     move: Move | None = None
     captured: int | None = None
@@ -744,11 +772,15 @@ def write_png(path: str | Path, tpn: str, last_move_text: str | None = None) -> 
 
 
 __all__ = [
+    "ARMY_COLOUR_NAME",
     "ARMY_FILL",
     "board_png",
     "board_svg",
     "describe",
     "height_shades",
+    "last_move_marks",
+    "mail_png",
+    "page_svg",
     "picture_alt",
     "square_box",
     "threatened_squares",

@@ -43,7 +43,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from pbmserv_terrace.rules.pieces import SIZE
+from pbmserv_terrace.games.terrace.pieces import SIZE
 
 from .board import SearchBoard
 from .evaluate import PIECE_VALUE, evaluate

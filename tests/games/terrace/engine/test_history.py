@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from pbmserv_terrace.engine import choose_move, position_key
-from pbmserv_terrace.engine.board import SearchBoard, encode
-from pbmserv_terrace.engine.search import Limits, Searcher
-from pbmserv_terrace.rules import Move, parse_tpn
+from pbmserv_terrace.games.terrace import Move, parse_tpn
+from pbmserv_terrace.games.terrace.engine import choose_move, position_key
+from pbmserv_terrace.games.terrace.engine.board import SearchBoard, encode
+from pbmserv_terrace.games.terrace.engine.search import Limits, Searcher
 
 AHEAD = "6/3T2/6/6/1dc3/t5 1"
 """Army 1 (t, D, C) to move against army 2's lone T: clearly better (about +500)."""

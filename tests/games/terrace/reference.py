@@ -8,7 +8,7 @@ cannot hide in both.
 
 from __future__ import annotations
 
-from pbmserv_terrace.rules import Position
+from pbmserv_terrace.games.terrace import Position
 
 SIZE = {"T": 1, "A": 1, "B": 2, "C": 3, "D": 4}
 

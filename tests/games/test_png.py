@@ -1,4 +1,4 @@
-"""The banded PNG encoder (render/png.py): valid PNG files, exactly the picture,
+"""The banded PNG encoder (games/png.py): valid PNG files, exactly the picture,
 the same bytes whether a band came from the cache or was deflated anew."""
 
 from __future__ import annotations
@@ -13,9 +13,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from PIL import Image
 
-from pbmserv_terrace.render import picture
-from pbmserv_terrace.render.png import BandedPng, adler32_combine
-from pbmserv_terrace.rules import start_position
+from pbmserv_terrace.games.png import BandedPng, adler32_combine
+from pbmserv_terrace.games.terrace import picture, start_position
 
 
 @given(st.binary(max_size=3000), st.binary(max_size=3000))

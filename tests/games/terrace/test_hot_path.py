@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pbmserv_terrace.rules import (
+from pbmserv_terrace.games.terrace import (
     Move,
     NotationError,
     Position,
@@ -25,9 +25,9 @@ from pbmserv_terrace.rules import (
     start_position,
     why_illegal,
 )
-from pbmserv_terrace.rules import board as board_module
-from pbmserv_terrace.rules.pieces import KINDS, piece_text
-from pbmserv_terrace.rules.setups import VARIANTS
+from pbmserv_terrace.games.terrace import board as board_module
+from pbmserv_terrace.games.terrace.pieces import KINDS, piece_text
+from pbmserv_terrace.games.terrace.setups import VARIANTS
 
 from .reference import slow_outcome, slow_tpn
 

@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pbmserv_terrace.rules import format_tpn, parse_tpn, start_position
-from pbmserv_terrace.rules.perft import divide, perft
-from pbmserv_terrace.rules.setups import VARIANTS
+from pbmserv_terrace.games.terrace import format_tpn, parse_tpn, start_position
+from pbmserv_terrace.games.terrace.perft import divide, perft
+from pbmserv_terrace.games.terrace.setups import VARIANTS
 
 from .reference import pieces, slow_moves, slow_perft
 
@@ -104,7 +104,7 @@ def test_random_positions_match_reference(seed, n):
         board[free.pop()] = army << 3  # its T
         for _ in range(rng.randint(0, 6)):
             board[free.pop()] = army << 3 | rng.randint(1, 4)
-    from pbmserv_terrace.rules import Position
+    from pbmserv_terrace.games.terrace import Position
 
     pos = Position(n, board, rng.choice(armies))
     fast = {((m.frm % n, m.frm // n), (m.to % n, m.to // n)) for m in pos.legal_moves()}

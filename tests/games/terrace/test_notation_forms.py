@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from pbmserv_terrace.rules import Move, NotationError, format_move, parse_move, parse_tpn, start_position, why_illegal
-from pbmserv_terrace.rules.notation import _MOVE
+from pbmserv_terrace.games.terrace import Move, NotationError, format_move, parse_move, parse_tpn, start_position, why_illegal
+from pbmserv_terrace.games.terrace.notation import _MOVE
 
 LEVEL_EXAMPLE = "8/7T/8/8/1C6/8/ddcc4/tabb4 1"
 """Army 1's c on d2 walks d3, d4, c4 but not past army 2's C on b4 (RULES.md §4.1)."""

@@ -2,7 +2,7 @@
 
 Run from the repository root after a deliberate change to the picture:
 
-    .venv/bin/python -m tests.render.make_golden
+    .venv/bin/python -m tests.games.terrace.make_golden
 
 then look at the PNGs before committing them: the golden test compares future
 renders with these files, so they must show what we want.
@@ -13,12 +13,12 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-if str(ROOT) not in sys.path:  # also works as `python tests/render/make_golden.py`
+ROOT = Path(__file__).resolve().parents[3]
+if str(ROOT) not in sys.path:  # also works as `python tests/games/terrace/make_golden.py`
     sys.path.insert(0, str(ROOT))
 
-from pbmserv_terrace.render.picture import board_png  # noqa: E402
-from tests.render.cases import golden_cases  # noqa: E402
+from pbmserv_terrace.games.terrace.picture import board_png  # noqa: E402
+from tests.games.terrace.cases import golden_cases  # noqa: E402
 
 PICTURES = ROOT / "tests" / "data" / "pictures"
 

@@ -26,8 +26,8 @@ from __future__ import annotations
 from collections import deque
 from functools import cache
 
-from pbmserv_terrace.rules import geometry
-from pbmserv_terrace.rules.pieces import SIZE
+from pbmserv_terrace.games.terrace import geometry
+from pbmserv_terrace.games.terrace.pieces import SIZE
 
 from .board import SearchBoard
 
