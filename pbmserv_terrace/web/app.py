@@ -11,7 +11,8 @@ page (no traceback in it) and one log line (the traceback once per distinct plac
 it was raised, not once per request).  At most ``ACTIVE`` requests are handled at once
 and ``WAITING`` wait, each at most ``MAX_WAIT`` seconds: beyond that the answer is a
 quick 503 with ``Retry-After`` rather than a queue that grows for minutes.  ``serve``
-runs the archive in a process of its own (:mod:`.process`), so it cannot hold up the mail.
+runs the archive in a process of its own (:mod:`.process`), so it cannot hold up the mail;
+while it serves, the garbage collector runs less often (``GC_THRESHOLDS``).
 
 Modules: :mod:`.site` (what handlers share) ← :mod:`.pages`, :mod:`.feeds` (handlers)
 ← :mod:`.routes` (the URL table) ← this module (assembly and serving).  Routes:
@@ -32,6 +33,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import gc
 import logging
 import socket
 import traceback
@@ -56,6 +58,12 @@ RETRY_AFTER = 2
 """seconds a 503 asks the client to wait"""
 TRACEBACKS_KEPT = 256
 """distinct error places remembered (their traceback was logged once)"""
+GC_THRESHOLDS = (50_000, 20, 20)
+"""the garbage collector's thresholds while the archive serves (CPython's: 700, 10, 10).
+Under load the objects of the requests in hand (200 of them) outlive a few young
+collections, so with the usual thresholds they reached the oldest generation by the
+ten thousand and made it collect everything (~80 ms, with every request waiting)
+about once a second: in bench/web.py's mix that was most of the p99"""
 
 SECURITY_HEADERS = [
     (
@@ -257,6 +265,8 @@ async def serve_web(
     server = _EmbeddedServer(config)
     task = asyncio.create_task(server.serve(sockets=[sock]))
     waiter = asyncio.create_task(stop.wait()) if stop is not None else None
+    thresholds = gc.get_threshold()
+    gc.set_threshold(*GC_THRESHOLDS)  # (put back when serving ends)
     try:
         await asyncio.wait([t for t in (task, waiter) if t is not None], return_when=asyncio.FIRST_COMPLETED)
     finally:
@@ -267,3 +277,4 @@ async def serve_web(
             await task
         finally:
             sock.close()
+            gc.set_threshold(*thresholds)

@@ -4,13 +4,15 @@ and renders an autoescaped template; nothing a template sees holds an address.""
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Awaitable, Callable
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
 
-from ..gametypes import DEFAULT_GAME_TYPE, GAME_TYPES, board_rules, board_size, game_title
+from ..gametypes import DEFAULT_GAME_TYPE, GAME_TYPES, board_size, game_title
 from ..render import height_map, render
+from ..rules import render_board, start_position
 from ..store.archive import Archive, GameRow, ListedGame, MoveRow
 from . import tableview
 from .boardview import latest_comment, move_rounds, players, replay, status_lines, to_move
@@ -154,9 +156,8 @@ async def help_page(request: Request) -> Response:
 
 async def _make_help(site: Site) -> Page:
     kind = GAME_TYPES[DEFAULT_GAME_TYPE]
-    rules = kind.board
     values = {"server_name": site.server_name, "address": "the server's address", "title": kind.title,
-              "n": kind.board_size, "board": rules.board_text(rules.start(rules.setup_for(2, None))),
+              "n": kind.board_size, "board": render_board(start_position("long", kind.board_size)),
               "heights": height_map(kind.board_size)}  # fmt: skip
     sections = [(name, render(template, **values)) for name, template in HELP_TOPICS]
     sections += [(kind.title, kind.solitaire.help_text()) for kind in GAME_TYPES.values() if kind.family == "solitaire"]
@@ -278,8 +279,8 @@ def render_board_page(
             players=players(game, ratings),
             status=status_lines(game, frame),
             rounds=move_rounds(game, moves),
-            svg=inline_svg(game.game_type, frame),
-            ascii_board=board_rules(game.game_type).board_text(frame.pos),
+            svg=inline_svg(frame),
+            ascii_board=render_board(frame.pos),
             comment=latest_comment(game),
             to_move=to_move(game),
             size=board_size(game.game_type),
@@ -338,9 +339,13 @@ async def _make_player(site: Site, wanted: str) -> Page:
         if user is None:
             raise NotFound(f"a player called '{wanted[:40]}'")
         games = await archive.games_of_user(user.id, PLAYER_GAMES)
-        await site.ratings.refresh(archive)
+        await site.ratings.refresh(archive, marker)
     userid = user.userid
-    state = (user, tuple(games), tuple(site.ratings.count(game_type, userid) for game_type, _ in user.ratings))
+    counts = tuple(site.ratings.count(game_type, userid) for game_type, _ in user.ratings)
+    # kept as a digest of the rows' text, not the rows: the hundreds of row objects of
+    # each kept player page were most of what the garbage collector's full collections
+    # walked (a pause of ~180 ms every few seconds under load)
+    state = hashlib.blake2b(repr((user, games, counts)).encode(), digest_size=16).digest()
     kept = site.pages.get(("player", wanted.lower()))
     if kept is not None and kept.state == state:
         return kept.again(site.live_ttl, marker)

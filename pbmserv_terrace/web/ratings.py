@@ -35,7 +35,9 @@ class Point:
 class _TypeState:
     rating: dict[str, float] = field(default_factory=dict)
     games: dict[str, int] = field(default_factory=lambda: defaultdict(int))
-    points: dict[str, list[Point]] = field(default_factory=lambda: defaultdict(list))
+    points: dict[str, list[tuple[datetime, float, int]]] = field(default_factory=lambda: defaultdict(list))
+    """each player's :class:`Point` s as plain tuples, which the garbage collector stops
+    tracking (a hundred thousand objects that each full collection would walk)"""
 
 
 class RatingHistory:
@@ -47,6 +49,8 @@ class RatingHistory:
         self._applied: set[int] = set()
         self._high = 0
         self._lock = asyncio.Lock()
+        self._marker: object = None
+        """the commit marker read before the last refresh (None: none)"""
 
     def apply(self, row: RatedResult) -> None:
         if row.history_id in self._applied:
@@ -62,27 +66,35 @@ class RatingHistory:
         for player, after in zip(row.players, new_ratings(before, played, results), strict=True):
             state.rating[player] = after
             state.games[player] += 1
-            state.points[player].append(Point(row.finished_at, after, row.board_number))
+            state.points[player].append((row.finished_at, after, row.board_number))
 
-    async def refresh(self, archive: Archive) -> None:
-        """Apply the history rows not seen yet (when up to date: one read of a few ids)."""
+    async def refresh(self, archive: Archive, marker: object = None) -> None:
+        """Apply the history rows not seen yet (when up to date: one read of a few ids;
+        none when ``marker``, the database's commit marker read before, is that of the
+        last refresh: nothing was committed since)."""
+        if marker is not None and marker == self._marker:
+            return
         async with self._lock:
-            while True:
-                # ids first (index only): on most requests nothing is new and no game row is read
-                ids = await archive.history_ids_after(max(0, self._high - LATE_WINDOW))
-                fresh = [i for i in ids if i not in self._applied]
-                if not fresh:
-                    return
-                rows = await archive.finished_after(fresh[0] - 1, BATCH)
-                for row in rows:
-                    self.apply(row)
-                if len(rows) < BATCH:
-                    self._applied.update(fresh)  # an id without its game row is not read again
-                    return
+            await self._refresh(archive)
+            self._marker = marker
+
+    async def _refresh(self, archive: Archive) -> None:
+        while True:
+            # ids first (index only): on most requests nothing is new and no game row is read
+            ids = await archive.history_ids_after(max(0, self._high - LATE_WINDOW))
+            fresh = [i for i in ids if i not in self._applied]
+            if not fresh:
+                return
+            rows = await archive.finished_after(fresh[0] - 1, BATCH)
+            for row in rows:
+                self.apply(row)
+            if len(rows) < BATCH:
+                self._applied.update(fresh)  # an id without its game row is not read again
+                return
 
     def count(self, game_type: str, userid: str) -> int:
         """How many points the chart of ``userid`` has (a cheap part of a page's cache key)."""
         return len(self._types[game_type].points.get(userid, ()))
 
     def points(self, game_type: str, userid: str) -> list[Point]:
-        return list(self._types[game_type].points.get(userid, ()))
+        return [Point(*p) for p in self._types[game_type].points.get(userid, ())]

@@ -69,6 +69,7 @@ def environment() -> jinja2.Environment:
         trim_blocks=True,
         lstrip_blocks=True,
         undefined=jinja2.StrictUndefined,
+        auto_reload=False,  # (else a stat of each template file on every rendering)
     )
     env.filters["player_url"] = lambda userid: "/players/" + quote(str(userid), safe="")
     return env
