@@ -10,9 +10,8 @@ from collections.abc import Awaitable, Callable
 from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
 
-from ..gametypes import DEFAULT_GAME_TYPE, GAME_TYPES, board_size, game_title
+from ..gametypes import DEFAULT_GAME_TYPE, GAME_TYPES, board_rules, board_size, game_title
 from ..render import height_map, render
-from ..rules import render_board, start_position
 from ..store.archive import Archive, GameRow, ListedGame, MoveRow
 from . import tableview
 from .boardview import latest_comment, move_rounds, players, replay, status_lines, to_move
@@ -156,8 +155,9 @@ async def help_page(request: Request) -> Response:
 
 async def _make_help(site: Site) -> Page:
     kind = GAME_TYPES[DEFAULT_GAME_TYPE]
+    rules = kind.board
     values = {"server_name": site.server_name, "address": "the server's address", "title": kind.title,
-              "n": kind.board_size, "board": render_board(start_position("long", kind.board_size)),
+              "n": kind.board_size, "board": rules.board_text(rules.start(rules.setup_for(2, None))),
               "heights": height_map(kind.board_size)}  # fmt: skip
     sections = [(name, render(template, **values)) for name, template in HELP_TOPICS]
     sections += [(kind.title, kind.solitaire.help_text()) for kind in GAME_TYPES.values() if kind.family == "solitaire"]
@@ -279,8 +279,8 @@ def render_board_page(
             players=players(game, ratings),
             status=status_lines(game, frame),
             rounds=move_rounds(game, moves),
-            svg=inline_svg(frame),
-            ascii_board=render_board(frame.pos),
+            svg=inline_svg(game.game_type, frame),
+            ascii_board=board_rules(game.game_type).board_text(frame.pos),
             comment=latest_comment(game),
             to_move=to_move(game),
             size=board_size(game.game_type),
