@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from email.message import Message
 
 from ..config import Config
-from ..gametypes import DEFAULT_GAME_TYPE, GAME_TYPES, board_games
+from ..gametypes import DEFAULT_GAME_TYPE, GAME_TYPES, board_game_of
 from ..mail.message import Outgoing, build_message
 from ..store import OutboxMessage
 
@@ -34,20 +34,17 @@ def board_picture(game: str, position: str, last_move: str) -> bytes:
     return rules.picture_png(rules.load(position), last_move)
 
 
-def board_game_of(spec: Mapping[str, object]) -> str:
+def spec_game(spec: Mapping[str, object]) -> str:
     """The board game a picture spec is of: its ``game``; a row queued before specs
     named their game (only Terrace's boards had pictures then) by the board game whose
     rules read its position."""
     game = spec.get("game")
     if isinstance(game, str) and game in GAME_TYPES:
         return game
-    for name in board_games():
-        try:
-            GAME_TYPES[name].board.load(str(spec["tpn"]))
-        except (ValueError, KeyError):
-            continue
-        return name
-    return DEFAULT_GAME_TYPE
+    try:
+        return board_game_of(str(spec["tpn"]))
+    except (ValueError, KeyError):
+        return DEFAULT_GAME_TYPE
 
 
 @functools.lru_cache(maxsize=256)
@@ -69,7 +66,7 @@ def picture_png(spec: Mapping[str, object]) -> bytes | None:
     """The PNG a row's picture spec asks for; None when a solitaire's table cannot be
     replayed (the mail then goes as text only rather than not at all)."""
     if not is_solitaire(spec):
-        return board_picture(board_game_of(spec), str(spec["tpn"]), str(spec.get("last_move") or ""))
+        return board_picture(spec_game(spec), str(spec["tpn"]), str(spec.get("last_move") or ""))
     moves = spec.get("moves", [])
     try:
         if not isinstance(moves, list):

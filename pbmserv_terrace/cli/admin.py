@@ -30,8 +30,7 @@ from sqlalchemy import func, insert, select, text, update
 
 from ..app.pipe import handle_raw
 from ..config import Config
-from ..games.terrace import parse_tpn, render_board
-from ..gametypes import GAME_TYPES, board_size
+from ..gametypes import GAME_TYPES, board_rules
 from ..mail.imap import connect
 from ..service import CommandError, Service
 from ..service.args import check_password
@@ -92,7 +91,8 @@ async def game(db: Database, args: argparse.Namespace) -> None:
                 f"  seat {s.seat}: {s.user.userid} active={s.active} queued={s.queued_moves} clock={s.clock_seconds / 3600:.1f}h"
             )
         print(f"position {g.position}")
-        print(render_board(parse_tpn(g.position, board_size(g.game_type))))
+        rules = board_rules(g.game_type)
+        print(rules.board_text(rules.load(g.position)))
 
 
 async def users(db: Database, args: argparse.Namespace) -> None:
@@ -239,7 +239,7 @@ async def export(db: Database, args: argparse.Namespace) -> None:
                 "",
                 f"Final position: {g.position}",
                 "",
-                render_board(parse_tpn(g.position, board_size(g.game_type))),
+                board_rules(g.game_type).board_text(board_rules(g.game_type).load(g.position)),
             ]
             (out / f"{g.game_type}-{g.board_number}.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
             progress(i, len(targets), "exported")

@@ -11,11 +11,10 @@ import asyncio
 import os
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 from ..app.pipe import handle_raw, read_stdin
-from ..games.terrace import NotationError, parse_tpn, render_board, start_position
-from ..games.terrace.perft import perft
-from ..games.terrace.picture import write_png
+from ..gametypes import DEFAULT_GAME_TYPE, GAME_TYPES, board_game_of, board_games
 from ..lifecycle import setup_logging
 from ..mail.message import with_envelope_recipients
 from ..store import Database
@@ -29,31 +28,54 @@ class UsageError(Exception):
     """Bad arguments: the message is printed as ``pbmserv-terrace: error: ...``."""
 
 
+def _game_of(args: argparse.Namespace) -> str | None:
+    """The board game ``--game`` names, or the first of ``--size`` (None: any)."""
+    if args.game:
+        return str(args.game)
+    if args.size:
+        sized = [name for name in board_games() if GAME_TYPES[name].board_size == args.size]
+        if not sized:
+            raise UsageError(f"no board game is played on a {args.size}x{args.size} board")
+        return sized[0]
+    return None
+
+
 def _cmd_perft(args: argparse.Namespace) -> int:
+    wanted = _game_of(args)
     try:
-        # a position string says its own board size (its rank length)
-        pos = parse_tpn(args.position, args.size) if args.position else start_position(args.variant, args.size or 8)
-    except (NotationError, ValueError) as exc:
+        if args.position:
+            # a position string may say its own game (Terrace's: its board size)
+            rules = GAME_TYPES[board_game_of(args.position, wanted)].board
+            pos = rules.load(args.position)
+        else:
+            rules = GAME_TYPES[wanted or DEFAULT_GAME_TYPE].board
+            pos = rules.start(args.variant or rules.two_player_setups[0])
+    except ValueError as exc:
         raise UsageError(str(exc)) from None
     if args.depth < 0:
         raise UsageError("--depth must be 0 or more")
-    print(perft(pos, args.depth))
+    print(rules.perft(pos, args.depth))
     return 0
 
 
 def _cmd_board(args: argparse.Namespace) -> int:
-    tpn = args.position or args.tpn
-    if not tpn:
-        raise UsageError("give the position string (TPN), e.g. board --position 'DDCCBBAT/AABBCCDD/8/8/8/8/ddccbbaa/tabbccdd 1'")
+    text = args.position or args.tpn
+    if not text:
+        raise UsageError("give the position string, e.g. board --position 'DDCCBBAT/AABBCCDD/8/8/8/8/ddccbbaa/tabbccdd 1'")
     try:
+        rules = GAME_TYPES[board_game_of(text, _game_of(args))].board
+        pos = rules.load(text)
         if args.png:
-            write_png(args.png, tpn, args.last_move)
+            last = ""
+            if args.last_move:
+                move = rules.parse_move(pos, args.last_move)
+                last, pos = rules.format_move(pos, move), rules.play(pos, move)
+            Path(args.png).write_bytes(rules.picture_png(pos, last))
             print(f"picture written to {args.png}")
             return 0
-        pos = parse_tpn(tpn)
-    except NotationError as exc:
+    except ValueError as exc:
         raise UsageError(str(exc)) from None
-    print(render_board(pos))
+    print(rules.board_text(pos))
     return 0
 
 
@@ -88,21 +110,24 @@ def _cmd_handle(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="pbmserv-terrace", description="A play-by-email server for Terrace.")
+    parser = argparse.ArgumentParser(
+        prog="pbmserv-terrace", description=f"A play-by-email server for {GAME_TYPES[DEFAULT_GAME_TYPE].title}."
+    )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     p = sub.add_parser("perft", help="count legal move sequences (rules check and benchmark)")
-    p.add_argument("--variant", default="long", choices=["long", "medium", "short", "master", "3p", "4p"])
-    p.add_argument(
-        "--size", type=int, choices=[8, 6], help="8 for terrace (default), 6 for terrace6x6; a --position says its own"
-    )
-    p.add_argument("--position", help="a position string (TPN) instead of the variant's start")
+    p.add_argument("--game", choices=board_games(), help=f"the board game (default {DEFAULT_GAME_TYPE}; a --position may say its own)")
+    p.add_argument("--variant", help="the setup whose start is counted (default: the game's first two-player setup)")
+    p.add_argument("--size", type=int, help="the board game played on this board size (a --position may say its own)")
+    p.add_argument("--position", help="a position string instead of the setup's start")
     p.add_argument("--depth", type=int, required=True)
     p.set_defaults(handler=_cmd_perft)
 
     p = sub.add_parser("board", help="print the ASCII board of a position string, or draw it as a PNG")
-    p.add_argument("tpn", nargs="?", help="a position string (TPN), or give it with --position")
-    p.add_argument("--position", help="a position string (TPN)")
+    p.add_argument("tpn", nargs="?", help="a position string, or give it with --position")
+    p.add_argument("--position", help="a position string")
+    p.add_argument("--game", choices=board_games(), help="the board game (default: the first whose rules read the position)")
+    p.add_argument("--size", type=int, help=argparse.SUPPRESS)
     p.add_argument("--png", metavar="FILE", help="write the board picture (as board mails show it) to FILE")
     p.add_argument("--last-move", help="with --png: play this move from the position and mark it, e.g. e2-e3")
     p.set_defaults(handler=_cmd_board)

@@ -19,7 +19,7 @@ import aiosmtplib
 from ..app import heap
 from ..app.server import Server
 from ..config import Config, SmtpConfig
-from ..gametypes import GAME_TYPES
+from ..gametypes import DEFAULT_GAME_TYPE, GAME_TYPES
 from ..mail.delivery import MaildirDelivery, PermanentFailure, SmtpDelivery
 from ..mail.imap import connect
 from ..store import Database
@@ -248,7 +248,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = add("send", "mail a command to the server (embedded listener or configured SMTP)")
     p.add_argument("--from", dest="sender", required=True, help="your address")
     p.add_argument(
-        "subject", help="the command, e.g. 'terrace show 101' (with --reply-to-last: the reply's first line, e.g. d2-e3)"
+        "subject", help=f"the command, e.g. '{DEFAULT_GAME_TYPE} show 101' (with --reply-to-last: the reply's first line, e.g. d2-e3)"
     )
     p.add_argument("body", nargs="?", help="the message (default: standard input if it is not a terminal)")
     p.add_argument("--reply-to-last", action="store_true",

@@ -149,9 +149,16 @@ def _clip(word: str, limit: int = 40) -> str:
 
 
 # ------------------------------------------------------------------ comments
+def _example_command() -> str:
+    """A move command of the server's main game, as the help writes one."""
+    rules = GAME_TYPES[DEFAULT_GAME_TYPE].board
+    start = rules.start(rules.setup_for(2, None))
+    return f"{DEFAULT_GAME_TYPE} move 101 bob PASSWORD {rules.example_move(start)}"
+
+
 NO_COMMAND = (
     "this mail holds no command: to play, reply with your move on the first line, or put a command in the "
-    "Subject, e.g. 'terrace move 101 bob PASSWORD d7-d6'; mail 'help' for the list"
+    f"Subject, e.g. '{_example_command()}'; mail 'help' for the list"
 )
 """The answer to a mail in which neither the Subject nor the body's first own line is
 a command (a reply that only quotes, a server subject alone, an empty mail)."""

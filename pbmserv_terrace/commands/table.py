@@ -110,6 +110,15 @@ def _board_first(words: Sequence[str]) -> int:
     return 2 if not words or words[0].split("#")[0].isdigit() else 1
 
 
+def help_topic_names() -> list[str]:
+    """The topics ``help TOPIC`` knows, as its usage and its refusal list them: the
+    commands, each board game's rules (its first help topic), the tutorial, replying,
+    the board, each solitaire."""
+    games = [g.help_topics[0] for g in GAME_TYPES.values() if g.family == "board" and g.help_topics]
+    solitaires = [g.help_topics[0] for g in GAME_TYPES.values() if g.family == "solitaire" and g.help_topics]
+    return list(dict.fromkeys(["commands", *games, "tutorial", "reply", "board", *solitaires]))
+
+
 ACCOUNT_COMMANDS: tuple[CommandDecl, ...] = (
     CommandDecl(
         "signup", None, "signup USERID PASSWORD [address ...]",
@@ -132,7 +141,7 @@ ACCOUNT_COMMANDS: tuple[CommandDecl, ...] = (
     CommandDecl("signoff", None, "signoff USERID PASSWORD", (("signoff U P", "stop mail"),), password_at=1),
     CommandDecl("delete", None, "delete USERID PASSWORD", (("delete U P", "delete the account (games are forfeited)"),),
                 password_at=1),
-    CommandDecl("help", None, "help [commands|terrace|tutorial|reply|board|patience]",
+    CommandDecl("help", None, f"help [{'|'.join(help_topic_names())}]",
                 (("help [topic]", "help on a topic ('help' lists the topics)"),)),
     CommandDecl("list", None, "list [GAME]", (("list [game]", "the games this server runs and their boards"),)),
     CommandDecl("message", None, "message USERID PASSWORD TO_USERID ...  (the body is the message)",

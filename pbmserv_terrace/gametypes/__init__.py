@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import re
 
+from ..games.ranking import Ranking as SolitaireRanking
 from ..games.ranking import Result as SolitaireResult
 from ..games.ranking import rank as rank_solitaire
 from .base import KEY_CODES, BoardRules, Family, GameType, IllegalMoveError, SolitaireRules
@@ -132,6 +133,22 @@ def family_of(name: str | None) -> Family:
     return game_type(name).family
 
 
+def board_game_of(position: str, wanted: str | None = None) -> str:
+    """The board game ``wanted`` if its rules read ``position``, else the first board
+    game whose rules read it (a position string may say its own game: Terrace's its
+    board size); ValueError with the first game's reason when none does."""
+    names = [wanted] if wanted else board_games()
+    first: ValueError | None = None
+    for name in names:
+        try:
+            GAME_TYPES[name].board.load(position)
+        except ValueError as exc:
+            first = first or exc
+            continue
+        return name
+    raise first or ValueError("there is no board game")
+
+
 TITLES_PATTERN = "|".join(sorted((re.escape(g.title) for g in GAME_TYPES.values()), key=len, reverse=True))
 """the games' titles as alternatives of a regular expression (the longest first),
 for reading the subjects of the server's own mails (``Patience Board 5 Error``)"""
@@ -152,8 +169,10 @@ __all__ = [
     "GameTableError",
     "GameType",
     "IllegalMoveError",
+    "SolitaireRanking",
     "SolitaireResult",
     "SolitaireRules",
+    "board_game_of",
     "board_games",
     "board_rules",
     "board_size",

@@ -121,6 +121,18 @@ class BoardRules(Protocol):
 
     def robot_accepts_draw(self, pos: Any, army: int, level: int, ply: int) -> bool: ...
 
+    picture_width: int
+    """CSS pixels the board mail's picture is shown at (the PNG has twice as many)"""
+
+    def help_values(self) -> dict[str, object]:
+        """What the game's help template shows besides the server's facts (its ASCII
+        start board …)."""
+        ...
+
+    def perft(self, pos: Any, depth: int) -> int:
+        """The number of move sequences of ``depth`` plies from ``pos`` (a rules check)."""
+        ...
+
     def picture_png(self, pos: Any, last_move: str = "") -> bytes:
         """The board mail's picture of ``pos`` (``last_move``: the ply that led to it,
         in canonical notation as recorded, marked on the board)."""

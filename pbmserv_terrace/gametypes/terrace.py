@@ -13,6 +13,7 @@ from ..games.terrace import (
     Position,
     format_move,
     format_tpn,
+    geometry,
     goal_square,
     looks_like_move,
     parse_move,
@@ -22,7 +23,8 @@ from ..games.terrace import (
     variant_for_players,
 )
 from ..games.terrace.engine import accepts_draw, choose_move, describe
-from ..games.terrace.picture import ARMY_COLOUR_NAME, ARMY_FILL, mail_png, page_svg, picture_alt
+from ..games.terrace.perft import perft
+from ..games.terrace.picture import ARMY_COLOUR_NAME, ARMY_FILL, WIDTH, mail_png, page_svg, picture_alt
 from ..games.terrace.pieces import piece_text
 from .base import Outcome
 
@@ -64,6 +66,14 @@ def _example_move(pos: Position) -> str:
     return f"{geo.name(move.frm)}-{geo.name(move.to)}"
 
 
+def height_map(n: int) -> str:
+    """The squares' heights as a small table, ranks from the top (RULES.md §1), for
+    the help in mails and on the web."""
+    geo = geometry(n)
+    rows = [f"  {y + 1} | " + " ".join(str(geo.height[y * n + x]) for x in range(n)) for y in reversed(range(n))]
+    return "\n".join([*rows, "      " + " ".join("abcdefgh"[:n])])
+
+
 @functools.cache
 def _goal_distances(n: int, army: int) -> tuple[int, ...]:
     """Per square, the king-move distance to ``army``'s goal corner."""
@@ -78,6 +88,7 @@ class TerraceRules:
     size: int
     move_forms: str = MOVE_FORMS
     two_player_setups: tuple[str, ...] = TWO_PLAYER_SETUPS
+    picture_width: int = WIDTH
 
     def setup_for(self, players: int, setup: str | None) -> str:
         return variant_for_players(players, setup)
@@ -128,6 +139,12 @@ class TerraceRules:
         pos = self.load(text)
         result = choose_move(pos, level=level, ply=ply, history=[self.load(h) for h in history])
         return format_move(pos, result.move), describe(result)
+
+    def help_values(self) -> dict[str, object]:
+        return {"n": self.size, "board": render_board(self.start(self.two_player_setups[0])), "heights": height_map(self.size)}
+
+    def perft(self, pos: Position, depth: int) -> int:
+        return perft(pos, depth)
 
     def picture_png(self, pos: Position, last_move: str = "") -> bytes:
         return mail_png(pos, last_move)

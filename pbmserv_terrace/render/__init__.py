@@ -15,8 +15,6 @@ from typing import Any
 
 import jinja2
 
-from ..games.terrace import geometry
-
 COMMENT_RULE = "*" * 60
 
 
@@ -45,14 +43,6 @@ def environment() -> jinja2.Environment:
     )
     env.globals["COMMENT_RULE"] = COMMENT_RULE
     return env
-
-
-def height_map(n: int) -> str:
-    """The squares' heights as a small table, ranks from the top (RULES.md §1), for
-    the help in mails and on the web."""
-    geo = geometry(n)
-    rows = [f"  {y + 1} | " + " ".join(str(geo.height[y * n + x]) for x in range(n)) for y in reversed(range(n))]
-    return "\n".join([*rows, "      " + " ".join("abcdefgh"[:n])])
 
 
 def render(template: str, **values: Any) -> str:

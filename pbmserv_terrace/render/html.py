@@ -10,7 +10,7 @@ every value with ``|e`` as well: escaping twice is a no-op on Jinja's markup).
 
 from __future__ import annotations
 
-from ..games.terrace.picture import ARMY_COLOUR_NAME, ARMY_FILL, WIDTH
+from ..gametypes import DEFAULT_GAME_TYPE, board_rules
 from . import CommentView, GameView, environment
 
 PAGE_BG = "#FFFFFF"
@@ -32,10 +32,12 @@ def board_html(
     """The HTML document of a board mail.
 
     ``cid`` is the Content-ID of the PNG part (without angle brackets), ``alt`` the
-    picture's alt text (:func:`picture.picture_alt`).  The image is declared at
-    :data:`picture.WIDTH` CSS pixels, half the PNG's width at scale 2, so it is
-    sharp on high-density screens.
+    picture's alt text (the game's ``picture_alt``).  The image is declared at the
+    game's ``picture_width`` CSS pixels, half the PNG's width, so it is sharp on
+    high-density screens.
     """
+    rules = board_rules(view.game_type or DEFAULT_GAME_TYPE)
+    colours = {p.army: rules.army_colour(p.army) for p in view.players}
     text = (
         environment()
         .get_template("board.html")
@@ -46,9 +48,9 @@ def board_html(
             cid=cid,
             alt=alt,
             reply_hint=reply_hint,
-            width=WIDTH,
-            army_fill=ARMY_FILL,
-            army_colour_name=ARMY_COLOUR_NAME,
+            width=rules.picture_width,
+            army_fill={army: fill for army, (_, fill) in colours.items()},
+            army_colour_name={army: name for army, (name, _) in colours.items()},
             page_bg=PAGE_BG,
             ink=INK,
             muted=MUTED,

@@ -4,8 +4,9 @@ message, broadcast."""
 from __future__ import annotations
 
 from ..commands import Command
+from ..commands.table import help_topic_names
 from ..gametypes import DEFAULT_GAME_TYPE, GAME_TYPES
-from ..render import height_map, render
+from ..render import render
 from ..store import User
 from .args import check_addresses, check_password, check_userid, need, notice
 from .confirmations import set_addresses
@@ -48,7 +49,7 @@ async def signup(ctx: Ctx, cmd: Command) -> None:
     welcome = [
         f"Welcome to {ctx.server_name}, {uid}!",
         "",
-        f"Challenge someone:  terrace challenge {uid} PASSWORD OTHERUSER",
+        f"Challenge someone:  {DEFAULT_GAME_TYPE} challenge {uid} PASSWORD OTHERUSER",
         "Everything else:    help commands",
     ]
     lines = await set_addresses(ctx, user, addresses, welcome=welcome)
@@ -124,20 +125,15 @@ HELP_TOPICS = {"": "help_general.txt", "commands": "help_commands.txt", "reply":
                "heights": "help_board.txt", "tutorial": "help_tutorial.txt",
                **{t: g.help_template for g in GAME_TYPES.values() if g.family == "board" for t in g.help_topics}}  # fmt: skip
 """``help TOPIC`` → its template; a board game's topics give its rules"""
+HELP_TOPIC_NAMES = help_topic_names()
+"""the topics a refusal lists"""
 BOARD_TOPIC_GAMES = {t: g.name for g in GAME_TYPES.values() if g.family == "board" for t in g.help_topics}
 
 
 def help_values(ctx: Ctx, game_type: str) -> dict[str, object]:
     kind = GAME_TYPES[game_type]
-    rules = kind.board
-    return {
-        "server_name": ctx.server_name,
-        "address": ctx.config.server.address,
-        "title": kind.title,
-        "n": kind.board_size,
-        "board": rules.board_text(rules.start(rules.two_player_setups[0])),
-        "heights": height_map(kind.board_size),
-    }
+    return {"server_name": ctx.server_name, "address": ctx.config.server.address, "title": kind.title,
+            **kind.board.help_values()}  # fmt: skip
 
 
 def _solitaire_topic(topic: str) -> str | None:
@@ -154,8 +150,7 @@ async def help_(ctx: Ctx, cmd: Command) -> None:
         ctx.reply(f"{ctx.server_name} help {topic}", "notice.txt", lines=help_lines(kind), comment=None)
         return
     if topic not in HELP_TOPICS:
-        others = ", ".join(g.name for g in GAME_TYPES.values() if g.family == "solitaire")
-        raise CommandError(f"there is no help on '{topic[:30]}'; topics are commands, terrace, tutorial, reply, board, {others}")
+        raise CommandError(f"there is no help on '{topic[:30]}'; topics are {', '.join(HELP_TOPIC_NAMES)}")
     ctx.reply(
         f"{ctx.server_name} help{(' ' + topic) if topic else ''}",
         HELP_TOPICS[topic],

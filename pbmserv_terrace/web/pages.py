@@ -11,7 +11,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
 
 from ..gametypes import DEFAULT_GAME_TYPE, GAME_TYPES, board_rules, board_size, game_title
-from ..render import height_map, render
+from ..render import render
 from ..store.archive import Archive, GameRow, ListedGame, MoveRow
 from . import tableview
 from .boardview import latest_comment, move_rounds, players, replay, status_lines, to_move
@@ -155,10 +155,8 @@ async def help_page(request: Request) -> Response:
 
 async def _make_help(site: Site) -> Page:
     kind = GAME_TYPES[DEFAULT_GAME_TYPE]
-    rules = kind.board
     values = {"server_name": site.server_name, "address": "the server's address", "title": kind.title,
-              "n": kind.board_size, "board": rules.board_text(rules.start(rules.setup_for(2, None))),
-              "heights": height_map(kind.board_size)}  # fmt: skip
+              **kind.board.help_values()}  # fmt: skip
     sections = [(name, render(template, **values)) for name, template in HELP_TOPICS]
     sections += [(kind.title, kind.solitaire.help_text()) for kind in GAME_TYPES.values() if kind.family == "solitaire"]
     return Page.of(site.render("help.html", sections=sections), key="help", max_age=FINAL_MAX_AGE, ttl=float("inf"))
@@ -252,7 +250,7 @@ async def healthz(request: Request) -> Response:
 
 async def board_redirect(request: Request) -> Response:
     """``/boards/N…`` is terrace board N (the mail's default game type)."""
-    path = request.url.path.replace("/boards/", "/boards/terrace/", 1)
+    path = request.url.path.replace("/boards/", f"/boards/{DEFAULT_GAME_TYPE}/", 1)
     query = f"?{request.url.query}" if request.url.query else ""
     return RedirectResponse(path + query, status_code=308)
 

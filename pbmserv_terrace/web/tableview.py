@@ -18,8 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from ..games.ranking import Ranking, Result, rank
-from ..gametypes import GAME_TYPES, SolitaireRules
+from ..gametypes import GAME_TYPES, SolitaireRanking, SolitaireResult, SolitaireRules, rank_solitaire
 from ..store.archive import EndedRow, GameRow, ListedGame, MoveRow
 
 STANDINGS_DEALS = 8
@@ -190,11 +189,11 @@ def feed_entry(game: GameRow, frame: TableFrame) -> tuple[str, str]:
     return title, summary
 
 
-def ranking(rows: list[EndedRow]) -> Ranking:
+def ranking(rows: list[EndedRow]) -> SolitaireRanking:
     """The standings of a solitaire's ended boards (newest first), as the mail's
-    ``standings`` ranks them (:mod:`pbmserv_terrace.games.ranking`)."""
-    return rank(
-        Result(
+    ``standings`` ranks them (the game table's ``rank_solitaire``)."""
+    return rank_solitaire(
+        SolitaireResult(
             r.userid,
             r.variant,
             deal_of(r),
