@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import gzip
 import hashlib
 import time
 from collections import OrderedDict
@@ -55,7 +56,22 @@ was read; then what it shows is read again (and the page rendered again if that 
 HOME_TTL = 2.0
 """seconds the front page is served as it was rendered (it lists every active board)"""
 PAGES_KEPT_BYTES = 64 << 20
-"""rendered pages kept, in bytes of their bodies (the least recently used go first)"""
+"""rendered pages kept, in bytes of their gzipped bodies (the least recently used go first)"""
+GZIP_LEVEL = 6
+"""how hard a page is compressed, once, when it is made"""
+
+
+def accepts_gzip(header: str) -> bool:
+    """An ``Accept-Encoding`` header admits gzip (``gzip``, ``gzip;q=0.5``, ``*``; not ``gzip;q=0``)."""
+    for item in header.lower().split(",")[:20]:
+        coding, _, params = item.strip().partition(";")
+        if coding.strip() in ("gzip", "x-gzip", "*"):
+            q = params.strip().removeprefix("q=").strip() if params.strip().startswith("q=") else "1"
+            try:
+                return float(q) > 0
+            except ValueError:
+                return False
+    return False
 MARKER_INTERVAL = 0.1
 """seconds a reading of the database's commit marker is used for (then it is read again)"""
 
@@ -128,9 +144,15 @@ def site_of(request: Request) -> Site:
 
 @dataclass(frozen=True, slots=True)
 class Page:
-    """A rendered page as it is sent: the body's bytes, its ETag, and what it shows."""
+    """A rendered page as it is sent: the body's bytes gzipped, its ETag, and what it shows.
 
-    body: bytes
+    Kept compressed (HTML tables shrink ~8x): the cache holds that many more pages in
+    its budget (issue 36: the mix of 2,000 player pages and the hot boards did not fit
+    in 64 MB uncompressed, and pages dropped were asked for again at once), a client
+    that accepts gzip (every browser) gets these bytes as they are, and one that does
+    not gets them inflated (~0.1 ms for a page of 40 kB)."""
+
+    gzipped: bytes
     etag: str
     media_type: str
     max_age: int
@@ -154,7 +176,13 @@ class Page:
         bytes, so a rating or comment change elsewhere also changes it)."""
         data = body.encode("utf-8")
         etag = f'W/"{key}-{hashlib.blake2b(data, digest_size=10).hexdigest()}"'
-        return cls(data, etag, media_type, max_age, state, time.monotonic() + ttl if ttl else 0.0, ttl, marker)
+        packed = gzip.compress(data, compresslevel=GZIP_LEVEL, mtime=0)
+        return cls(packed, etag, media_type, max_age, state, time.monotonic() + ttl if ttl else 0.0, ttl, marker)
+
+    @property
+    def body(self) -> bytes:
+        """The page's bytes (inflated)."""
+        return gzip.decompress(self.gzipped)
 
     def again(self, ttl: float, marker: object) -> Page:
         """This page, found the same by the database (``marker`` read before): kept ``ttl`` seconds again."""
@@ -171,6 +199,8 @@ class Page:
             wanted.strip() == "*" or self.etag in [t.strip() for t in wanted.split(",")] or self.etag[2:] in wanted.split(",")
         ):
             return Response(status_code=304, headers=headers)
+        if accepts_gzip(request.headers.get("accept-encoding", "")):
+            return Response(self.gzipped, media_type=self.media_type, headers={**headers, "Content-Encoding": "gzip"})
         return Response(self.body, media_type=self.media_type, headers=headers)
 
 
@@ -204,14 +234,14 @@ class Pages:
     def put(self, key: Hashable, page: Page) -> None:
         old = self._kept.pop(key, None)
         if old is not None:
-            self.size -= len(old.body)
-        if len(page.body) > self.budget:
+            self.size -= len(old.gzipped)
+        if len(page.gzipped) > self.budget:
             return
         self._kept[key] = page
-        self.size += len(page.body)
+        self.size += len(page.gzipped)
         while self.size > self.budget:
             _, dropped = self._kept.popitem(last=False)
-            self.size -= len(dropped.body)
+            self.size -= len(dropped.gzipped)
 
     async def once(self, key: Hashable, make: Callable[[], Awaitable[Page]]) -> Page:
         """``make()`` the page of ``key`` and keep it; a request that wants the same key

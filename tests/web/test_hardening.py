@@ -402,3 +402,34 @@ def test_without_a_marker_a_page_past_its_time_asks_for_itself(site: Site) -> No
         return list(seen)
 
     assert site.run(scenario), "the standings' own check"
+
+
+def test_pages_are_kept_gzipped_and_sent_so_to_clients_that_accept_it(site: Site) -> None:
+    """A kept page costs the cache its gzipped size; a browser (Accept-Encoding: gzip)
+    gets those bytes, a client that asks for identity the same page inflated."""
+    finished_type, finished = site.filled.boards["four"]
+    path = f"/boards/{finished_type}/{finished}"
+
+    async def scenario(client: httpx.AsyncClient) -> tuple[httpx.Response, httpx.Response, int, int]:
+        packed = await client.get(path, headers={"Accept-Encoding": "gzip"})
+        plain = await client.get(path, headers={"Accept-Encoding": "identity"})
+        page = archive_site(client).pages.get(("html", finished_type, finished, None, ""))
+        assert page is not None
+        return packed, plain, len(page.gzipped), len(page.body)
+
+    packed, plain, kept, inflated = site.run(scenario)
+    assert packed.headers["content-encoding"] == "gzip" and "content-encoding" not in plain.headers
+    assert packed.content == plain.content and b"<svg" in plain.content  # (httpx inflates the gzipped one)
+    assert packed.headers["etag"] == plain.headers["etag"] and packed.headers["vary"] == "Accept-Encoding"
+    assert 0 < kept < inflated / 3
+
+
+@pytest.mark.parametrize(
+    ("header", "gzip"),
+    [("gzip, deflate, br", True), ("br;q=1.0, gzip;q=0.8", True), ("*", True), ("identity", False), ("", False),
+     ("gzip;q=0", False), ("deflate", False), ("x-gzip", True), ("gzip;q=junk", False)],
+)  # fmt: skip
+def test_accept_encoding_is_read_as_rfc_9110_says(header: str, gzip: bool) -> None:
+    from pbmserv_terrace.web.site import accepts_gzip
+
+    assert accepts_gzip(header) is gzip
