@@ -29,12 +29,10 @@ from ..games.ranking import Ranking as SolitaireRanking
 from ..games.ranking import Result as SolitaireResult
 from ..games.ranking import rank as rank_solitaire
 from .base import KEY_CODES, BoardRules, Family, GameType, IllegalMoveError, SolitaireRules
-from .patience import PATIENCE_PASSWORD_AT, PATIENCE_VERBS, PatienceRules
-from .terrace import BOARD_VERBS, TerraceRules
+from .breakthrough import BreakthroughRules
+from .patience import PatienceRules
+from .terrace import TerraceRules
 
-BOARD_PASSWORD_AT = {"challenge": 1}
-"""``challenge USERID PASSWORD OPPONENT…`` (issue 36): the second word is masked in
-quotes and logs whichever form it is (it is a password unless it names a player)"""
 NAME_LENGTH = 16
 """the longest name a game may have: the ``game_type`` columns are ``String(16)``"""
 
@@ -64,45 +62,18 @@ def game_table(*games: GameType) -> dict[str, GameType]:
 
 
 GAME_TYPES: dict[str, GameType] = game_table(
-    GameType(
-        "terrace",
-        "Terrace",
-        "board",
-        TerraceRules(8),
-        ("terrace", "rules"),
-        BOARD_VERBS,
-        "help_terrace.txt",
-        password_at=BOARD_PASSWORD_AT,
-        key_code=0,
-    ),
-    GameType(
-        "terrace6x6",
-        "Terrace6x6",
-        "board",
-        TerraceRules(6),
-        ("terrace6x6",),
-        BOARD_VERBS,
-        "help_terrace.txt",
-        password_at=BOARD_PASSWORD_AT,
-        key_code=1,
-    ),
-    GameType(
-        "patience",
-        "Patience",
-        "solitaire",
-        PatienceRules(),
-        ("patience", "solitaire"),
-        PATIENCE_VERBS,
-        password_at=PATIENCE_PASSWORD_AT,
-        key_code=2,
-    ),
+    GameType("terrace", "Terrace", "board", TerraceRules(8), help_topics=("terrace", "rules"),
+             help_template="help_terrace.txt", key_code=0),
+    GameType("terrace6x6", "Terrace6x6", "board", TerraceRules(6), help_topics=("terrace6x6",),
+             help_template="help_terrace.txt", key_code=1),
+    GameType("patience", "Patience", "solitaire", PatienceRules(), help_topics=("patience", "solitaire"), key_code=2),
+    GameType("breakthrough", "Breakthrough", "board", BreakthroughRules(8), help_topics=("breakthrough",),
+             help_template="help_breakthrough.txt", key_code=3),
 )
 """every game, by name; each entry's ``name`` and ``key_code`` are its ids (never
 change them; see the module's docstring)"""
 DEFAULT_GAME_TYPE = "terrace"
 """the server's main game: ``move 101 …`` means ``terrace move 101 …``"""
-GAME_VERBS: tuple[str, ...] = tuple(dict.fromkeys(v for g in GAME_TYPES.values() for v in g.verbs))
-"""every game command word of every game"""
 
 
 def game_type(name: str | None) -> GameType:
@@ -162,7 +133,6 @@ def game_titled(title: str) -> GameType:
 __all__ = [
     "DEFAULT_GAME_TYPE",
     "GAME_TYPES",
-    "GAME_VERBS",
     "TITLES_PATTERN",
     "BoardRules",
     "Family",

@@ -262,13 +262,8 @@ class GameType:
     """:class:`BoardRules` for ``board``, :class:`SolitaireRules` for ``solitaire``"""
     help_topics: tuple[str, ...] = ()
     """``help TOPIC`` words that mean this game's help"""
-    verbs: tuple[str, ...] = field(default=())
-    """the game commands it answers (the parser's word list)"""
     help_template: str = ""
     """the template of ``help GAME`` (board games; a solitaire's help is its rules' text)"""
-    password_at: Mapping[str, int] = field(default_factory=dict)
-    """where the password stands in a command's words, for the game's own verbs
-    (masked when a command is quoted back or logged)"""
     key_code: int = field(kw_only=True)
     """the game's number in its reply keys (:mod:`pbmserv_terrace.service.replykeys`),
     0–127, unique in the table: terrace 0, terrace6x6 1, patience 2 (what their

@@ -14,12 +14,6 @@ from ..games.patience import picture as table_picture
 from ..games.patience.deal import MAX_DEAL, check_deal_number
 from .base import IllegalMoveError
 
-PATIENCE_VERBS = (
-    "new", "move", "base", "flip", "show", "hint", "undo", "resign", "deal-of-the-day",
-    "games", "standings", "help",
-)  # fmt: skip
-"""the game commands of patience (``help patience``)"""
-PATIENCE_PASSWORD_AT = {"new": 1, "move": 2, "base": 2, "flip": 2, "hint": 2, "undo": 2, "resign": 2}
 NOTATION = "FROM-TO with piles r, w, s, f1-f8 (or f), t1-t9 (e.g. w-t3, t4-f, s-t2), flip, base CARD (e.g. base 7h)"
 
 

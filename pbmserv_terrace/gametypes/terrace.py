@@ -29,12 +29,6 @@ from ..games.terrace.pieces import piece_text
 from .base import Outcome
 
 TWO_PLAYER_SETUPS = ("long", "medium", "short", "master")
-BOARD_VERBS = (
-    "challenge", "move", "resign", "queue", "submit", "confirm", "preview", "chat", "show", "showas", "games",
-    "standings", "history", "help", "subscribe", "unsubscribe", "notify", "accept", "reject", "limit", "seek",
-    "vacation", "list",
-)  # fmt: skip
-"""the game commands of a board game (COMMANDS.md §3–§5)"""
 
 
 @functools.lru_cache(maxsize=4096)

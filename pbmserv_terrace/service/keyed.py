@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 from ..commands import Command, ReplyCommand, own_text, parse_line
 from ..commands.parse import redact_text
+from ..commands.table import commands_of
 from ..gametypes import GAME_TYPES, game_title
 from ..inbound import InboundMail
 from ..render import render
@@ -135,7 +136,7 @@ async def _solitaire(
         raise _error(key, "your reply holds no command: write your moves (e.g. w-t2 flip) on its first line, or undo, hint, show")
     head = words[0].lower()
     board, uid = str(game.board_number), user.userid
-    if head in GAME_TYPES or (head in kind.verbs and head not in SOLITAIRE_QUERIES | SOLITAIRE_ACTIONS and
+    if head in GAME_TYPES or (head in commands_of(game.game_type) and head not in SOLITAIRE_QUERIES | SOLITAIRE_ACTIONS and
                               head not in kind.solitaire.move_verbs and head != "move"):  # fmt: skip
         parsed = parse_line(first, rest)
         if isinstance(parsed, str):

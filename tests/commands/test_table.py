@@ -147,16 +147,6 @@ def test_per_board_commands_name_board_user_password_first():
             assert first[:4] == [decl.verb, "BOARD", "USERID", "PASSWORD"], (game, decl.verb)
 
 
-def test_the_game_table_agrees_with_the_declarations():
-    """``GameType.verbs`` and ``password_at`` (gametypes/, still read by the game
-    table's users) say what the declarations say."""
-    for name, kind in GAME_TYPES.items():
-        assert set(kind.verbs) == set(commands_of(name)), name
-        for verb, at in kind.password_at.items():
-            decl = commands_of(name)[verb]
-            assert decl.password_at == at or at in decl.masked, (name, verb)
-
-
 def test_help_commands_is_generated_from_the_declarations():
     path = Path(__file__).resolve().parents[2] / "templates" / "help_commands.txt"
     assert path.read_text() == help_commands_template(), (

@@ -93,11 +93,11 @@ def test_a_table_with_a_duplicate_code_fails_at_import():
     """The module itself, with patience given terrace6x6's code: importing it raises."""
     path = Path(gametypes.__file__)
     source = path.read_text()
-    assert source.count("key_code=2,") == 1
+    assert source.count("key_code=2)") == 1
     module = types.ModuleType("pbmserv_terrace.gametypes.duplicate_copy")
     module.__package__ = "pbmserv_terrace.gametypes"
     with pytest.raises(ValueError, match="patience and terrace6x6 both have key_code 1") as refused:
-        exec(compile(source.replace("key_code=2,", "key_code=1,"), str(path), "exec"), module.__dict__)
+        exec(compile(source.replace("key_code=2)", "key_code=1)"), str(path), "exec"), module.__dict__)
     assert type(refused.value).__name__ == "GameTableError"  # (the copy's own class)
 
 
