@@ -1,0 +1,147 @@
+"""Breakthrough behind :class:`.base.BoardRules`: the pure package
+(:mod:`pbmserv_terrace.games.breakthrough`) on one board size.
+
+The table has one entry, the standard 8x8 game: ``BreakthroughRules(8)`` plays
+only the ``8x8`` setup and reads only 8x8 position strings.  The package plays
+6x6 too; a second entry (``BreakthroughRules(6)``, its own name and key code)
+would offer it with its own ratings, as Terrace6x6 does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ..games.breakthrough import (
+    ARMY_NAMES,
+    BLACK,
+    MOVE_FORMS,
+    WHITE,
+    Move,
+    Position,
+    PositionStringError,
+    accepts_draw,
+    army_letters,
+    board_png,
+    board_svg,
+    board_text,
+    dump,
+    example_move,
+    format_move,
+    load,
+    looks_like_move,
+    material,
+    parse_move,
+    perft,
+    picture_alt,
+    play,
+    robot_move,
+    setup_for,
+    start,
+)
+from ..games.breakthrough.picture import FILL, SIZE
+from .base import Outcome
+
+COLOUR_NAMES = {WHITE: "white", BLACK: "black"}
+"""the pawns' colours in words, for the board mail's list of players"""
+
+
+@dataclass(frozen=True)
+class BreakthroughRules:
+    """Breakthrough on a ``size`` x ``size`` board (8 or 6)."""
+
+    size: int
+    move_forms: str = MOVE_FORMS
+    picture_width: int = SIZE // 2
+    """the mail shows the PNG (drawn :data:`SIZE` pixels wide) at half its width"""
+
+    @property
+    def two_player_setups(self) -> tuple[str, ...]:
+        return (f"{self.size}x{self.size}",)
+
+    def setup_for(self, players: int, setup: str | None) -> str:
+        chosen = setup_for(players, setup)
+        if chosen not in self.two_player_setups:
+            raise ValueError(f"this board is {self.size}x{self.size}; Breakthrough here has no setup -{chosen}.")
+        return chosen
+
+    def start(self, setup: str) -> Position:
+        return start(setup)
+
+    def load(self, text: str) -> Position:
+        pos = load(text)  # (cached: equal strings share one position)
+        if pos.n != self.size:
+            raise PositionStringError(f"{text!r} is a {pos.n}x{pos.n} position, not {self.size}x{self.size}")
+        return pos
+
+    def dump(self, pos: Position) -> str:
+        return dump(pos)
+
+    def parse_move(self, pos: Position, text: str) -> Move:
+        return parse_move(pos, text)
+
+    def format_move(self, pos: Position, move: Move) -> str:
+        return format_move(pos, move)
+
+    def play(self, pos: Position, move: Move) -> Position:
+        return play(pos, move)
+
+    def looks_like_move(self, text: str) -> bool:
+        return looks_like_move(text)
+
+    def board_text(self, pos: Position) -> str:
+        return board_text(pos)
+
+    def army_letters(self, army: int) -> str:
+        """``W`` for White's pawns, ``B`` for Black's."""
+        return army_letters(army)
+
+    def material(self, pos: Position) -> int:
+        """The pawns on the board (it never grows)."""
+        return material(pos)
+
+    def example_move(self, pos: Position) -> str:
+        """A legal move of the side to move (``d2-d3`` at the start)."""
+        return example_move(pos)
+
+    def robot_move(self, text: str, level: int, ply: int, history: Sequence[str] = ()) -> tuple[str, str]:
+        """The robot's move in the position ``text`` and its comment, deterministic
+        for its arguments (the ply seeds the choice among equal moves; Breakthrough
+        positions never repeat, so the history does not matter)."""
+        self.load(text)  # (a position of another board size is refused here)
+        return robot_move(text, level, ply)
+
+    def robot_accepts_draw(self, pos: Position, army: int, level: int, ply: int) -> bool:
+        """Only when the robot's own search says it stands clearly worse."""
+        return accepts_draw(pos, army, level, ply)
+
+    def help_values(self) -> dict[str, object]:
+        return {"n": self.size, "board": board_text(self.start(self.two_player_setups[0]))}
+
+    def perft(self, pos: Position, depth: int) -> int:
+        return perft(pos, depth)
+
+    def picture_png(self, pos: Position, last_move: str = "") -> bytes:
+        return board_png(pos, last_move or None)
+
+    def picture_svg(self, pos: Position, last_move: str = "") -> str:
+        return board_svg(pos, last_move or None)
+
+    def picture_alt(self, pos: Position) -> str:
+        return picture_alt(pos)
+
+    def army_colour(self, army: int) -> tuple[str, str]:
+        return COLOUR_NAMES[army], FILL[army]
+
+    def why_won(self, outcome: Outcome, players: int) -> str:
+        if "reached" in outcome.reason:
+            return "broke through to the far row"
+        if "no pawns" in outcome.reason:
+            return "captured every enemy pawn"
+        return "left the opponent without a move"
+
+    def why_drawn(self, outcome: Outcome) -> str:
+        return "has no legal move"  # (never: Breakthrough has no draws by rule)
+
+    def army_out(self, army: int) -> str:
+        return f" lost every {ARMY_NAMES[army]} pawn."
