@@ -39,13 +39,13 @@ OLD_KEY_OTHER = "qeabbyiaabgqadawylpdxob347ou75y"
 
 def reordered() -> dict[str, GameType]:
     """GAME_TYPES backwards, with a new game inserted before all of them."""
-    newcomer = dataclasses.replace(GAME_TYPES["patience"], name="klondike", title="Klondike", key_code=3)
+    newcomer = dataclasses.replace(GAME_TYPES["patience"], name="klondike", title="Klondike", key_code=4)
     return game_table(newcomer, *reversed(GAME_TYPES.values()))
 
 
 def test_each_game_declares_the_code_its_keys_already_carry():
-    assert {name: g.key_code for name, g in GAME_TYPES.items()} == {"terrace": 0, "terrace6x6": 1, "patience": 2}
-    assert games_by_code(GAME_TYPES) == {0: "terrace", 1: "terrace6x6", 2: "patience"}
+    assert {name: g.key_code for name, g in GAME_TYPES.items()} == {"terrace": 0, "terrace6x6": 1, "patience": 2, "breakthrough": 3}
+    assert games_by_code(GAME_TYPES) == {0: "terrace", 1: "terrace6x6", 2: "patience", 3: "breakthrough"}
 
 
 @pytest.mark.parametrize(("game", "versioned"), sorted(OLD_KEYS))
