@@ -243,7 +243,7 @@ def test_front_page_lists_solitaire_boards(played: Played) -> None:
     (response,) = played.get("/")
     page = response.text
     assert response.status_code == 200
-    section = page.split(f'<h2 id="{SOLITAIRE}">')[1]
+    section = page.split(f'<h2 id="{SOLITAIRE}">')[1].split("<h2 ")[0]  # (up to the next game's section)
     active, finished = section.split("<h3>Recently finished</h3>")
     live, fresh = played.boards["live"], played.boards["fresh"]
     assert f"({SOLITAIRE}, 2 active boards)" in section
