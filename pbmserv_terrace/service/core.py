@@ -24,10 +24,10 @@ from ..commands.table import decl_of
 from ..config import Config
 from ..gametypes import DEFAULT_GAME_TYPE, TITLES_PATTERN, game_titled
 from ..inbound import InboundMail, is_valid_address, never_answer
-from ..store import Database, MailUndo, UnitOfWork, utcnow
+from ..store import Confirmations, Database, MailUndo, UnitOfWork, utcnow
 from ..store.models import DELETED_HASH_PREFIX
 from ..store.repos import Users
-from . import authentic, keyed, robots, solitaire, timers
+from . import authentic, confirmations, keyed, robots, solitaire, timers
 from .args import MissingArguments, missing_reason, notice
 from .boards import ROUTINE_ROUNDS
 from .context import CommandError, Ctx, Mail
@@ -132,8 +132,13 @@ class Service:
         return queue_replies(ctx.uow, mails, server_address=self.config.server.address, now=now, in_reply_to=in_reply_to)
 
     async def run_timers(self, now: datetime | None = None, *, batch: int = 100) -> int:
-        """Nags and forfeits that are due (see :mod:`.timers`); how many games were handled."""
+        """Nags and forfeits that are due (see :mod:`.timers`); how many games were
+        handled.  Expired confirmations are forgotten first (their keys stopped
+        working after ``confirmations.TTL``; the rows would otherwise stay for good)."""
         now = now or utcnow()
+        async with UnitOfWork(self.db) as uow:
+            if await Confirmations(uow.session).purge(now - confirmations.TTL):
+                await uow.commit()
         handled = 0
         while True:
             async with UnitOfWork(self.db) as uow:

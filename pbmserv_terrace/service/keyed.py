@@ -18,12 +18,13 @@ with its password checked, and is never chatted.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 
 from ..commands import Command, ReplyCommand, own_text, parse_line
 from ..commands.parse import redact_text
 from ..commands.table import commands_of
-from ..gametypes import GAME_TYPES, game_title
+from ..gametypes import GAME_TYPES, board_rules, game_title
 from ..inbound import InboundMail
 from ..render import render
 from ..store import Game, User
@@ -103,7 +104,9 @@ async def resolve(ctx: Ctx, mail: InboundMail, key_text: str, *, subject_has_com
         if subject_has_command:
             return KeyedReply(fall_back_to_subject=True)
         raise _error(
-            key, "your reply holds no command: write your move (e.g. d2-e3) or resign, draw, show, chat on its first line"
+            key,
+            f"your reply holds no command: write your move (e.g. {move_example(game.game_type)}) or resign, draw, "
+            "show, chat on its first line",
         )
     if said.verb == "command":
         # a whole command line (it may name another board or user, an account
@@ -113,7 +116,7 @@ async def resolve(ctx: Ctx, mail: InboundMail, key_text: str, *, subject_has_com
     if said.verb in PLY_BOUND and key.ply != current_mark(key, game):
         await _moved_on(ctx, game, user, key)
         return KeyedReply(user=user, refused=f"outdated reply (key {key.ply}, board at ply {game.ply})")
-    return KeyedReply(user=user, commands=[_command(game, user, said)], notes=_notes(said))
+    return KeyedReply(user=user, commands=[_command(game, user, said)], notes=_notes(said, game))
 
 
 SOLITAIRE_QUERIES = frozenset({"show", "hint", "help", "games", "standings", "deal-of-the-day"})
@@ -180,14 +183,23 @@ def _command(game: Game, user: User, said: ReplyCommand) -> Command:
     return Command("chat", kind, [board, uid, ""], comment=said.comment, text="chat")
 
 
-def _notes(said: ReplyCommand) -> list[str]:
+def _notes(said: ReplyCommand, game: Game) -> list[str]:
     if not said.implicit_chat:
         return []
     first = said.comment.strip().split("\n", 1)[0][:60]
     return [
         f"The first line of your reply ({first!r}) is not a command, so your reply went to the board as a chat message.",
-        "To play, reply with the move alone on the first line (e.g. d2-e3); or resign, draw, undo, show, chat.",
+        f"To play, reply with the move alone on the first line (e.g. {move_example(game.game_type)}); or resign, draw, "
+        "undo, show, chat.",
     ]
+
+
+@functools.cache
+def move_example(game_type: str) -> str:
+    """A move in the game's notation, to show how one is written (the first player's
+    example at the start of its first two-player setup: ``d2-e3`` in Terrace)."""
+    rules = board_rules(game_type)
+    return rules.example_move(rules.start(rules.two_player_setups[0]))
 
 
 async def _moved_on(ctx: Ctx, game: Game, user: User, key: ReplyKey) -> None:

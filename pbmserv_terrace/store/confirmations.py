@@ -53,6 +53,12 @@ class Confirmations:
         """Forget the user's unanswered address confirmations (their list changed)."""
         await self.session.execute(delete(Confirmation).where(Confirmation.user_id == user_id, Confirmation.kind == "address"))
 
+    async def purge(self, before: datetime) -> int:
+        """Forget the confirmations made before ``before`` (expired: their keys no
+        longer work); how many rows went."""
+        result = await self.session.execute(delete(Confirmation).where(Confirmation.created_at < before))
+        return int(getattr(result, "rowcount", 0) or 0)
+
     async def sent_to_since(self, address: str, since: datetime) -> int:
         """How many confirmation mails went to ``address`` after ``since``."""
         stmt = (

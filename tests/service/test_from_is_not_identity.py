@@ -210,3 +210,20 @@ def test_the_confirmation_rows_are_used_once(h: Harness) -> None:
     assert h.loop.run_until_complete(rows()) == 0  # the harness's signups were confirmed
     h.send(ANN, "terrace challenge ann ben")
     assert h.loop.run_until_complete(rows()) == 1
+
+
+def test_expired_confirmations_are_forgotten_by_the_timers(h: Harness) -> None:
+    """A confirmation nobody answered is deleted once its key stopped working (TTL),
+    not kept for good; a young one stays."""
+    from .harness import run_timers
+
+    async def rows() -> int:
+        async with h.db.session() as s:
+            return int((await s.execute(select(func.count()).select_from(Confirmation))).scalar_one())
+
+    h.send(ANN, "terrace challenge ann ben")
+    assert h.loop.run_until_complete(rows()) == 1
+    run_timers(h, 1)
+    assert h.loop.run_until_complete(rows()) == 1
+    run_timers(h, 7.5)
+    assert h.loop.run_until_complete(rows()) == 0
