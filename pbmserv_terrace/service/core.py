@@ -575,7 +575,10 @@ class Service:
     def _error(self, ctx: Ctx, cmd: Command | None, exc: CommandError, line: str) -> None:
         if ctx.mail is None:
             return
-        usage = keyed.REPLY_USAGE if ctx.keyed_user is not None else self.registry.usage_of(cmd) if cmd else ""
+        if ctx.keyed_user is not None:
+            usage = keyed.reply_usage(exc.game_type or (cmd.game_type if cmd else None))
+        else:
+            usage = self.registry.usage_of(cmd) if cmd else ""
         if isinstance(exc, MissingArguments) and cmd is not None:
             exc.reason = missing_reason(cmd.verb, exc.words, self.registry.usage_of(cmd))
         reply = error_mail(ctx.mail, cmd, exc, line, usage)

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from ..commands import Command, ReplyCommand, own_text, parse_line
 from ..commands.parse import redact_text
 from ..commands.table import commands_of
-from ..gametypes import GAME_TYPES, board_rules, game_title
+from ..gametypes import GAME_TYPES, board_games, board_rules, game_title
 from ..inbound import InboundMail
 from ..render import render
 from ..store import Game, User
@@ -33,11 +33,15 @@ from .context import CommandError, Ctx, Mail
 from .replykeys import ReplyKey, current_mark, decode_key, key_in_address, verify_key
 from .solitaire import reply_to_table
 
+BOARD_GAMES = frozenset(board_games())
 PLY_BOUND = frozenset({"move", "resign", "propose", "accept", "reject", "undo", "queue"})
-REPLY_USAGE = (
-    "reply to a board mail with one of these on the first line: a move (e.g. d2-e3), resign, draw, accept, reject, "
-    "undo, show, chat MESSAGE, queue MOVE (mail 'help reply')"
-)
+def reply_usage(game_type: str | None) -> str:
+    """The usage of a reply to a board mail (with a move of ``game_type``'s, if known)."""
+    example = f" (e.g. {move_example(game_type)})" if game_type in BOARD_GAMES else ""
+    return (
+        f"reply to a board mail with one of these on the first line: a move{example}, resign, draw, accept, reject, "
+        "undo, show, chat MESSAGE, queue MOVE (mail 'help reply')"
+    )
 
 
 @dataclass
@@ -68,13 +72,13 @@ def board_of_key(key_text: str) -> tuple[str, int] | None:
 
 
 def _error(key: ReplyKey, reason: str) -> CommandError:
-    return CommandError(reason, REPLY_USAGE, board=key.board, game_type=key.game_type)
+    return CommandError(reason, reply_usage(key.game_type), board=key.board, game_type=key.game_type)
 
 
 async def resolve(ctx: Ctx, mail: InboundMail, key_text: str, *, subject_has_command: bool) -> KeyedReply:
     key = decode_key(key_text)
     if key is None:
-        raise CommandError("this reply address is not one the server made", REPLY_USAGE)
+        raise CommandError("this reply address is not one the server made", reply_usage(None))
     user = await ctx.uow.users.by_pk(key.user_id)
     if user is None or user.is_deleted or not verify_key(await ctx.reply_secret(), key, user.key_generation):
         raise _error(
