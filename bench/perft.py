@@ -19,10 +19,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.games.terrace.reference import pieces, slow_perft
-
 from pbmserv_terrace.games.terrace import start_position
 from pbmserv_terrace.games.terrace.perft import perft
+from tests.games.terrace.reference import pieces, slow_perft
 
 TARGET_RATIO = 50.0
 

@@ -120,7 +120,7 @@ async def seed(db: Database, have: int, want: int) -> None:
 async def one_move(db: Database, board: int, serial: int) -> None:
     now = utcnow()
     async with UnitOfWork(db) as uow:
-        await uow.inbound.seen(f"<bench{serial}@x>")
+        await uow.processed.seen(f"<bench{serial}@x>")
         user = await uow.users.get(f"u{serial % USERS}")
         game = await uow.games.get("terrace", board, lock=True)
         assert game is not None and user is not None
@@ -137,7 +137,7 @@ async def one_move(db: Database, board: int, serial: int) -> None:
                 next_attempt_at=now,
                 created_at=now,
             )
-        uow.inbound.record(f"<bench{serial}@x>", now)
+        uow.processed.record(f"<bench{serial}@x>", now)
         await uow.commit()
 
 

@@ -202,6 +202,18 @@ class Config:
         return bool(self.smtp.host)
 
     @property
+    def inbound(self) -> str:
+        """Where mail comes in (a key of ``app.transports.INBOUND``): ``imap`` when an
+        IMAP host is configured, else ``embedded`` (the SMTP listener on loopback)."""
+        return "imap" if self.uses_imap else "embedded"
+
+    @property
+    def outbound(self) -> str:
+        """Where replies go (a key of ``mail.delivery.OUTBOUND``): ``smtp`` when an SMTP
+        host is configured, else ``maildir`` (local Maildirs)."""
+        return "smtp" if self.uses_smtp else "maildir"
+
+    @property
     def uses_oauth2(self) -> bool:
         return (self.uses_imap and self.imap.auth == "oauth2") or (self.uses_smtp and self.smtp.auth == "oauth2")
 

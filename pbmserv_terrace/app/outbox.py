@@ -31,8 +31,8 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from ..config import Config
 from ..mail.delivery import (
     Delivery,
-    MaildirDelivery,
     PermanentFailure,
+    StagedDelivery,
     StagedFiles,
     Throttled,
     staged_key,
@@ -157,7 +157,7 @@ class OutboxSenders:
         some were held back: recipients being sent to elsewhere, the rate limit
         or a pause)."""
         async with self._claiming:
-            if not self._recovered and isinstance(self.delivery, MaildirDelivery):
+            if not self._recovered and isinstance(self.delivery, StagedDelivery):
                 await self._recover(self.delivery)
             allowed = self.allowance()
             if not allowed:
@@ -171,7 +171,7 @@ class OutboxSenders:
         tried = 0
         ahead: dict[int, asyncio.Future[Outgoing]] = {}
         try:
-            if rows and isinstance(self.delivery, MaildirDelivery):
+            if rows and isinstance(self.delivery, StagedDelivery):
                 tried, rows = await self._send_staged(rows, self.delivery), []
             while rows and self.clock() >= self._paused_until:
                 row, rows = rows[0], rows[1:]
@@ -202,7 +202,7 @@ class OutboxSenders:
             if self.config.smtp.max_per_minute:  # (with no limit nothing is kept per reply)
                 self._sent_at.append(self.clock())
 
-    async def _send_staged(self, rows: list[OutboxMessage], maildir: MaildirDelivery) -> int:
+    async def _send_staged(self, rows: list[OutboxMessage], maildir: StagedDelivery) -> int:
         """A Maildir's way, a claim at a time: the replies composed and written
         into the staging folder (one hop to the composer thread:
         :func:`_compose_and_write`), made durable (one sync, in a thread: the
@@ -231,7 +231,7 @@ class OutboxSenders:
             await loop.run_in_executor(COMPOSER, maildir.publish, sent)
         return len(rows)
 
-    async def _recover(self, maildir: MaildirDelivery) -> None:
+    async def _recover(self, maildir: StagedDelivery) -> None:
         """Before the first claim: publish what a stop left staged after its
         outcome was committed, and drop what was staged for a reply that failed
         since.  A pending reply's file is left (it is staged again, under the same
@@ -244,7 +244,7 @@ class OutboxSenders:
         else:
             self._recovered = True
 
-    async def _recover_staged(self, maildir: MaildirDelivery) -> None:
+    async def _recover_staged(self, maildir: StagedDelivery) -> None:
         names = await asyncio.to_thread(maildir.staged)
         keys = {name: key for name in names if (key := staged_key(name)) is not None}
         if not keys:
@@ -450,7 +450,7 @@ def _note(row: OutboxMessage, problem: Exception | None, config: Config, result:
 
 
 def _compose_and_write(
-    rows: Sequence[OutboxMessage], names: Sequence[str], maildir: MaildirDelivery, config: Config
+    rows: Sequence[OutboxMessage], names: Sequence[str], maildir: StagedDelivery, config: Config
 ) -> tuple[list[Outgoing | Exception], StagedFiles]:
     """Compose each row's message and write it into the staging folder under its
     name (not yet synced).  On the composer thread: the file calls (each lets go

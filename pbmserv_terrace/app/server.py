@@ -2,8 +2,9 @@
 timer scheduler and a health endpoint, in one asyncio process (and the replies
 sent from a second one: :mod:`.sender`).
 
-Inbound is IMAP (configured) or the embedded SMTP listener; delivery is SMTP
-(configured) or local Maildirs.  On PostgreSQL several ``serve`` processes share
+Mail comes in by a transport (:mod:`.transports`: IMAP when configured, else the
+embedded SMTP listener) and replies go out by a delivery (SMTP when configured,
+else local Maildirs); the server runs whichever it is given.  On PostgreSQL several ``serve`` processes share
 one mailbox: one reads it into the database's inbound queue and every one claims
 mails from it (:meth:`Server.claim_loop`, :mod:`..store.queue`).  SIGTERM/SIGINT stop accepting new mail, let the
 mail in hand finish, send what is due, and exit.
@@ -22,10 +23,8 @@ from sqlalchemy.exc import InterfaceError, OperationalError
 
 from ..config import Config
 from ..inbound import InboundMail
-from ..mail.embedded import EmbeddedInbound
-from ..mail.imap import ImapInbound
 from ..service import HandleResult, Service
-from ..store import Database, InboundQueue, QueueListener
+from ..store import Database, InboundQueue
 from ..web import listen_socket
 from ..web.process import serve_beside
 from .batching import Expected, GroupCommit
@@ -35,6 +34,7 @@ from .parsing import MailReader
 from .pipe import save_failed
 from .robots import RobotPlayer
 from .sender import SenderProcess, send_here
+from .transports import INBOUND, MailIn, Sink
 
 log = logging.getLogger("pbmserv.serve")
 BATCH_LIMIT = 50
@@ -51,7 +51,9 @@ process's claims, at most (a mail another worker claims is forgotten later)"""
 class Server:
     """The running server: inbound driver, service, outbox senders, timers, health."""
 
-    def __init__(self, config: Config, db: Database | None = None) -> None:
+    def __init__(
+        self, config: Config, db: Database | None = None, inbound: Callable[[Sink], MailIn] | None = None
+    ) -> None:
         self.config = config
         self.db = db or Database(config.server.database_url)
         self.service = Service(self.db, config)
@@ -64,17 +66,16 @@ class Server:
             self.service.handle_batch,
             limit=BATCH_LIMIT,
             lanes=1 if self.db.is_sqlite else 2,
-            coming=self._smtp_coming,
-            overdue=self._smtp_overdue,
+            coming=self._coming,
+            overdue=self._overdue,
         )
         self._held: set[str] = set()
         """keys of mails put back for a later pass (later mails sharing them wait too)"""
         self._hold_all = False
-        self.embedded: EmbeddedInbound | None = None
+        self.inbound: MailIn = (inbound or INBOUND[config.inbound])(self)
+        """the transport mail comes in by (:mod:`.transports`)"""
         self.robots = RobotPlayer(self.service, config.server.robot_workers, self.wake_outbound.set)
         self._health: HealthEndpoint | None = None
-        self.queue: InboundQueue | None = None
-        """the shared inbound queue (IMAP on PostgreSQL)"""
         self._work = asyncio.Event()
         """the queue may hold mails this worker can claim"""
         self._claimers: list[asyncio.Task[None]] = []
@@ -177,7 +178,7 @@ class Server:
             result = HandleResult("deferred", "database unavailable")
         except Exception as exc:
             log.error("mail crashed its handler; kept for the operator", exc_info=exc)
-            if self.embedded is not None:
+            if not self.inbound.files_failed:
                 path = save_failed(raw, self.config.imap.failed_folder, f"{type(exc).__name__}: {exc}")
                 log.error("saved to %s", path)
             result = HandleResult("failed", f"{type(exc).__name__}: {exc}")
@@ -272,7 +273,18 @@ class Server:
         if self._claimers:
             await asyncio.wait(self._claimers, timeout=60)
 
-    async def _embedded_handle(self, raw: bytes) -> None:
+    def start_claimers(self, queue: InboundQueue) -> list[asyncio.Task[None]]:
+        """Claim mails from the shared queue until shutdown (:meth:`claim_loop`, ``CLAIMERS`` at once)."""
+        self._claimers = [asyncio.create_task(self.claim_loop(queue), name=f"claim{i}") for i in range(CLAIMERS)]
+        return list(self._claimers)
+
+    def queue_news(self) -> None:
+        """The shared queue may hold mails this worker can claim (a NOTIFY came)."""
+        self._work.set()
+
+    async def take(self, raw: bytes) -> None:
+        """One mail from a transport that answers its sender by the outcome (the
+        embedded listener: 250, or 451 when this raises)."""
         note = self.batcher.expect()
         try:
             result = await self.process_raw(raw, note)
@@ -281,14 +293,13 @@ class Server:
         if result.status == "deferred":
             raise RuntimeError("shutting down")
 
-    def _smtp_coming(self) -> int:
-        """Mails the embedded listener is receiving (see :mod:`.batching`)."""
-        return self.embedded.receiving() if self.embedded is not None else 0
+    def _coming(self) -> int:
+        """Mails the transport is receiving (see :mod:`.batching`)."""
+        return self.inbound.receiving()
 
-    def _smtp_overdue(self) -> None:
-        """The mails the embedded listener is receiving were waited for in vain."""
-        if self.embedded is not None:
-            self.embedded.overdue()
+    def _overdue(self) -> None:
+        """The mails the transport is receiving were waited for in vain."""
+        self.inbound.overdue()
 
     # ------------------------------------------------------------------- loops
     async def outbound_loop(self) -> None:
@@ -321,21 +332,19 @@ class Server:
         cfg = self.config
         await self.db.migrate()
         if cfg.server.health_port:
-            self._health = HealthEndpoint(self.db, self.metrics, "imap" if cfg.uses_imap else "embedded-smtp")
+            self._health = HealthEndpoint(self.db, self.metrics, self.inbound.kind)
             await self._health.start("127.0.0.1", cfg.server.health_port)
             log.info("health endpoint on http://127.0.0.1:%d/healthz and /metrics", cfg.server.health_port)
         monitor = LoopMonitor(self.metrics)  # the loop's lag on /metrics, a warning for a step over 100 ms
         monitor.start()
-        if not cfg.uses_imap:
-            self.embedded = EmbeddedInbound(cfg.embedded.listen_host, cfg.embedded.listen_port, self._embedded_handle)
-            try:
-                await self.embedded.start()
-            except OSError:
-                monitor.stop()
-                if self._health is not None:
-                    self._health.close()
-                await self.db.close()
-                raise
+        try:
+            await self.inbound.start()
+        except OSError:
+            monitor.stop()
+            if self._health is not None:
+                self._health.close()
+            await self.db.close()
+            raise
         tasks = [asyncio.create_task(self.outbound_loop(), name="outbound"),
                  asyncio.create_task(self.scheduler_loop(), name="scheduler"),
                  asyncio.create_task(self.robots.run(self.stopping), name="robots")]  # fmt: skip
@@ -363,32 +372,13 @@ class Server:
                 tasks.append(task)
                 web = f"http://{cfg.web.listen}/" + (f" (public address {cfg.web.public_url}/)" if cfg.web.public_url else "")
                 log.info("web archive on %s", web)
-        if cfg.uses_imap and not self.db.is_sqlite:
-            # PostgreSQL: every worker claims from the shared queue; the reader fills it
-            self.queue = InboundQueue(self.db, f"{cfg.imap.host}/{cfg.imap.user}/{cfg.imap.inbox}")
-            tasks.append(asyncio.create_task(QueueListener(self.db, self._work.set).run(self.stopping), name="queue-listener"))
-            self._claimers = [asyncio.create_task(self.claim_loop(self.queue), name=f"claim{i}") for i in range(CLAIMERS)]
-            tasks += self._claimers
-        if cfg.uses_imap:
-            imap = ImapInbound(cfg, self, self.queue)
-            tasks.append(asyncio.create_task(imap.run(), name="imap"))
-            log.info("reading mail for %s from IMAP %s:%d (%s); sending over SMTP %s:%d",
-                     cfg.server.address, cfg.imap.host, cfg.imap.port, cfg.imap.tls, cfg.smtp.host, cfg.smtp.port)  # fmt: skip
-        elif self.embedded is not None:
-            self.set_inbound_connected(True)
-            log.info(
-                "embedded default: mail to %s is taken on %s:%d (pbmserv-terrace send), replies go to ./%s/<address>/ "
-                "(pbmserv-terrace inbox ADDRESS), database %s, web archive %s. For real mail set [imap] and [smtp] "
-                "in pbmserv.toml (see deploy/pbmserv.toml).",
-                cfg.server.address, cfg.embedded.listen_host, self.embedded.port, cfg.embedded.maildir_root,
-                self.db.engine.url.render_as_string(hide_password=True), web,
-            )  # fmt: skip
+        tasks.append(asyncio.create_task(self.inbound.run(), name=f"in-{self.inbound.kind}"))
+        log.info("%s", self.inbound.describe(web))
         if started is not None:
             started()
         await self.stopping.wait()
         log.info("stopping: finishing the mail in hand")
-        if self.embedded is not None:
-            await self.embedded.stop()
+        await self.inbound.stop()
         await self.runner.wait_idle()
         self.wake_outbound.set()
         _done, pending = await asyncio.wait(tasks, timeout=30)

@@ -29,7 +29,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from email.message import Message
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 import aiosmtplib
 
@@ -54,9 +54,28 @@ THROTTLE_CODES = frozenset({421, 451, 452})
 
 
 class Delivery(Protocol):
+    """A way replies go out (a transport out): SMTP, Maildirs (:data:`OUTBOUND`)."""
+
     async def deliver(self, message: Message | Outgoing, recipient: str) -> None: ...
 
     async def close(self) -> None: ...
+
+
+@runtime_checkable
+class StagedDelivery(Delivery, Protocol):
+    """A delivery that writes a claim of replies in two steps, so that each reply
+    shows up exactly once whatever a crash does: staged (made durable), then, once
+    their outcomes are committed, published; what a crash left staged is found
+    again at the next start.  The outbox sends such a delivery's replies a claim at
+    a time (``app.outbox``); any other delivery's one by one.  (Maildirs do.)"""
+
+    def write_staged(self, replies: Sequence[tuple[str, bytes]]) -> StagedFiles: ...
+
+    def publish(self, replies: Sequence[tuple[str, str]]) -> None: ...
+
+    def staged(self) -> list[str]: ...
+
+    def discard(self, names: Sequence[str]) -> None: ...
 
 
 PRIVATE_FILE = 0o600
@@ -532,6 +551,14 @@ def _message_size(data: bytes) -> int:
     return len(data) - 3 - data.count(b"\r\n..") - data.startswith(b"..")
 
 
+OUTBOUND: dict[str, Callable[[Config], Delivery]] = {
+    "smtp": SmtpDelivery,
+    "maildir": lambda config: MaildirDelivery(config.embedded.maildir_root),
+}
+"""the deliveries that take replies out, by :attr:`Config.outbound`"""
+
+
 def delivery_for(config: Config) -> Delivery:
-    """SMTP when configured, else the embedded default's Maildirs."""
-    return SmtpDelivery(config) if config.uses_smtp else MaildirDelivery(config.embedded.maildir_root)
+    """The delivery the configuration names (:data:`OUTBOUND`): SMTP when configured,
+    else the embedded default's Maildirs."""
+    return OUTBOUND[config.outbound](config)

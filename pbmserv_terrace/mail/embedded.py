@@ -151,7 +151,7 @@ class _Handler:
         return "250 2.0.0 OK: processed"
 
 
-class EmbeddedInbound:
+class SmtpListener:
     """``start()`` listens; ``stop()`` stops accepting and waits for mails in hand."""
 
     def __init__(self, host: str, port: int, handle: RawHandler) -> None:

@@ -37,7 +37,7 @@ from ..store import Database, InboundQueue
 from ..store.queue import DONE, FAILED, READY, NewMail, Row
 from .imapconn import ImapError, connect, ensure_folder, ok, renew_in
 
-__all__ = ["ImapError", "ImapInbound", "connect", "internaldates"]
+__all__ = ["ImapError", "ImapMailbox", "connect", "internaldates"]
 
 log = logging.getLogger("pbmserv.imap")
 
@@ -133,7 +133,7 @@ class MailSink(Protocol):
         ...
 
 
-class ImapInbound:
+class ImapMailbox:
     """Reads the inbox and hands each mail to ``server`` (a :class:`MailSink`)."""
 
     def __init__(self, config: Config, server: MailSink, queue: InboundQueue | None = None) -> None:

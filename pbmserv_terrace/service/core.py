@@ -383,7 +383,7 @@ class Service:
     async def _handle(self, mail: InboundMail, now: datetime, verdict: str, *, check_seen: bool = True) -> HandleResult:
         async with UnitOfWork(self.db) as uow:
             robots.watch_games(uow.session)
-            if check_seen and await uow.inbound.seen(mail.message_id):
+            if check_seen and await uow.processed.seen(mail.message_id):
                 return HandleResult("duplicate", mail.message_id)
             result, ctx = await self._handle_in(uow, mail, now, verdict)
             result.robot_turns = await self._robot_turns_in(uow)
@@ -403,13 +403,13 @@ class Service:
                     f"you have sent more than {limit} commands in a minute; the server ignores your mail "
                     "until a minute has passed (this notice is sent once)"), strip_subject(mail.subject))  # fmt: skip
             queued = self.queue_replies(ctx, now)
-            uow.inbound.record(mail.message_id, now, mail.sender, "throttled")
+            uow.processed.record(mail.message_id, now, mail.sender, "throttled")
             return HandleResult("throttled", mail.sender, len(queued), outbox_ids=queued), ctx
         if mail.problem is not None:
             # over a parsing limit (mail.message.bounded): nothing of it runs
             self._error(ctx, None, CommandError(mail.problem), strip_subject(mail.subject))
             queued = self.queue_replies(ctx, now)
-            uow.inbound.record(mail.message_id, now, mail.sender, "refused: over a limit")
+            uow.processed.record(mail.message_id, now, mail.sender, "refused: over a limit")
             return HandleResult("error", mail.problem, len(queued), outbox_ids=queued), ctx
         parsed = mail.parsed
         results: list[tuple[Command | None, str | None]] = []
@@ -447,7 +447,7 @@ class Service:
         if reply is not None and reply.notes and not any(err for _, err in results):
             notice(ctx, f"{ctx.server_name}: your reply went to the board as chat", *reply.notes)
         queued = self.queue_replies(ctx, now, multiple=parsed.multiple and reply is None)
-        uow.inbound.record(mail.message_id, now, mail.sender, redact(parsed.source_line or "")[:200])
+        uow.processed.record(mail.message_id, now, mail.sender, redact(parsed.source_line or "")[:200])
         first = commands[0] if commands else None
         errors = [err for _, err in results if err]
         return HandleResult(

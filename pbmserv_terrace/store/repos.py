@@ -519,7 +519,7 @@ class History:
         await self.s.execute(delete(FinishedGame).where(FinishedGame.game_id == game_id))
 
 
-class Inbound:
+class ProcessedMails:
     """Processed inbound Message-IDs.  A mail's row is written with the rest of its
     transaction's rows at :meth:`write` (the Unit of Work's flush or commit), in
     one statement for a whole batch."""

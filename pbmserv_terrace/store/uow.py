@@ -19,7 +19,7 @@ from types import TracebackType
 from sqlalchemy.ext.asyncio import AsyncSession, AsyncSessionTransaction
 
 from .db import Database
-from .repos import Games, History, Inbound, Moves, Outbox, Ratings, Secrets, Users, Watchers
+from .repos import Games, History, Moves, Outbox, ProcessedMails, Ratings, Secrets, Users, Watchers
 
 
 class MailUndo(Exception):
@@ -35,7 +35,7 @@ class UnitOfWork:
     watchers: Watchers
     ratings: Ratings
     history: History
-    inbound: Inbound
+    processed: ProcessedMails
     outbox: Outbox
     secrets: Secrets
 
@@ -52,7 +52,7 @@ class UnitOfWork:
         s = self.session
         self.users, self.games, self.moves = Users(s), Games(s), Moves(s)
         self.watchers, self.ratings, self.history = Watchers(s), Ratings(s), History(s)
-        self.inbound, self.outbox, self.secrets = Inbound(s), Outbox(s), Secrets(s)
+        self.processed, self.outbox, self.secrets = ProcessedMails(s), Outbox(s), Secrets(s)
         return self
 
     async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
@@ -98,7 +98,7 @@ class UnitOfWork:
         and the rows queued since the last flush (their work was undone)."""
         self.moves.queued.clear()
         self.outbox.queued.clear()
-        self.inbound.queued.clear()
+        self.processed.queued.clear()
         self.users.loaded.clear()
         self.games.loaded.clear()
         self.moves.recent.clear()
@@ -109,7 +109,7 @@ class UnitOfWork:
         await self.session.flush()
         await self.moves.write()
         await self.outbox.write()
-        await self.inbound.write()
+        await self.processed.write()
 
     async def commit(self) -> None:
         await self.flush()

@@ -13,7 +13,7 @@ from pbmserv_terrace.app.batching import GroupCommit
 from pbmserv_terrace.app.server import Server
 from pbmserv_terrace.config import Config, load_config
 from pbmserv_terrace.inbound import InboundMail
-from pbmserv_terrace.mail.embedded import EmbeddedInbound
+from pbmserv_terrace.mail.embedded import SmtpListener
 from pbmserv_terrace.mail.message import parse_message
 from pbmserv_terrace.service import HandleResult
 from pbmserv_terrace.testing.postgres import free_port
@@ -116,7 +116,7 @@ def test_a_mail_waited_for_in_vain_is_told_overdue_and_not_waited_for_again() ->
 
 def test_the_listener_leaves_out_a_mail_found_overdue_until_the_next_one() -> None:
     async def run() -> None:
-        listener = EmbeddedInbound("127.0.0.1", 0, lambda raw: asyncio.sleep(0))
+        listener = SmtpListener("127.0.0.1", 0, lambda raw: asyncio.sleep(0))
         await listener.start()
         slow, quick = (aiosmtplib.SMTP(hostname="127.0.0.1", port=listener.port) for _ in range(2))
         try:
@@ -148,13 +148,13 @@ def test_the_listener_counts_the_mails_it_is_receiving() -> None:
 
     async def run() -> None:
         release = asyncio.Event()
-        listener: EmbeddedInbound
+        listener: SmtpListener
 
         async def handle(raw: bytes) -> None:
             handed.append(listener.receiving())
             await release.wait()
 
-        listener = EmbeddedInbound("127.0.0.1", 0, handle)
+        listener = SmtpListener("127.0.0.1", 0, handle)
         await listener.start()
         a = aiosmtplib.SMTP(hostname="127.0.0.1", port=listener.port)
         b = aiosmtplib.SMTP(hostname="127.0.0.1", port=listener.port)
@@ -275,7 +275,7 @@ def test_a_client_stalled_mid_mail_holds_serve_s_batches_once(tmp_path: Path) ->
             for i in range(3):
                 sent = client.sendmail("ben@p.test", [SERVER], raw_mail("ben@p.test", "help", message_id=f"<later{i}@p.test>"))
                 assert (await asyncio.wait_for(sent, 5.0))[1].startswith("2.0.0")
-            assert server.embedded is not None and server.embedded.receiving() == 0
+            assert server.inbound.receiving() == 0
             assert (server.batcher.batches, server.batcher.mails) == (4, 4)
         finally:
             stalled.close()

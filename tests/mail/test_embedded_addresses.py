@@ -11,7 +11,7 @@ import pytest
 from aiosmtpd.smtp import SMTP
 from hypothesis import example, given, settings
 
-from pbmserv_terrace.mail.embedded import EmbeddedInbound, _Listener
+from pbmserv_terrace.mail.embedded import SmtpListener, _Listener
 
 from .addresses import values
 
@@ -48,7 +48,7 @@ def test_an_address_the_parser_cannot_read_is_refused_and_the_session_goes_on(ca
         handed.append(raw)
 
     async def session() -> list[str]:
-        inbound = EmbeddedInbound("127.0.0.1", 0, handle)
+        inbound = SmtpListener("127.0.0.1", 0, handle)
         await inbound.start()
         reader, writer = await asyncio.open_connection("127.0.0.1", inbound.port)
         answers = []

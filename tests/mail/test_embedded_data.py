@@ -13,7 +13,7 @@ from aiosmtpd.smtp import SMTP, Envelope, Session
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from pbmserv_terrace.mail.embedded import EmbeddedInbound
+from pbmserv_terrace.mail.embedded import SmtpListener
 
 from .work import counting
 
@@ -62,7 +62,7 @@ async def both(run: Callable[[int, int, list[bytes], _Capture], Awaitable[None]]
     async def handle(raw: bytes) -> None:
         ours.append(raw)
 
-    inbound = EmbeddedInbound("127.0.0.1", 0, handle)
+    inbound = SmtpListener("127.0.0.1", 0, handle)
     await inbound.start()
     capture = _Capture()
     theirs = await asyncio.get_running_loop().create_server(

@@ -12,7 +12,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from pbmserv_terrace.mail.imap import ImapInbound
+from pbmserv_terrace.mail.imap import ImapMailbox
 from pbmserv_terrace.testing.dovecot import DovecotServer, LmtpRelay
 
 from .conftest import PLAYERS, SERVER, Players, ServeProcess, addr, body
@@ -41,7 +41,7 @@ class Recorder:
 )
 def test_filing_commands_follow_the_capabilities(caps: set[str], last: tuple[str, ...] | None) -> None:
     client = Recorder(caps)
-    inbound = ImapInbound.__new__(ImapInbound)
+    inbound = ImapMailbox.__new__(ImapMailbox)
     inbound.lost, inbound.dates = asyncio.Event(), {}
     asyncio.run(inbound._file(client, [4, 9], "processed"))  # type: ignore[arg-type,unused-ignore]
     assert client.calls[0] == ("UID", "store", "4,9", "+FLAGS.SILENT", r"(\Seen)")

@@ -14,7 +14,7 @@ import pytest
 
 from pbmserv_terrace.app.outbox import OutboxSenders
 from pbmserv_terrace.config import load_config
-from pbmserv_terrace.mail.imap import ImapError, ImapInbound
+from pbmserv_terrace.mail.imap import ImapError, ImapMailbox
 from pbmserv_terrace.mail.message import Outgoing, build_message
 from pbmserv_terrace.store import Database, UnitOfWork, utcnow
 
@@ -78,7 +78,7 @@ def test_uid_search_reading_ignores_untagged_news():
             return SimpleNamespace(result="OK", lines=lines)
 
     async def both() -> tuple[list[int], list[int]]:
-        inbound = ImapInbound.__new__(ImapInbound)
+        inbound = ImapMailbox.__new__(ImapMailbox)
         inbound.lost = asyncio.Event()
         first = await inbound._uids(Client())  # type: ignore[arg-type]
         lines[2] = b"SEARCH 5 6"
@@ -89,7 +89,7 @@ def test_uid_search_reading_ignores_untagged_news():
 
 def test_imap_command_fails_at_once_when_the_connection_drops():
     async def run() -> str:
-        inbound = ImapInbound.__new__(ImapInbound)
+        inbound = ImapMailbox.__new__(ImapMailbox)
         inbound.lost = asyncio.Event()
         never = asyncio.get_running_loop().create_future()  # aioimaplib's command, left waiting
         asyncio.get_running_loop().call_later(0.05, inbound.lost.set)

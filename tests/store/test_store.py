@@ -86,7 +86,7 @@ def test_round_trip_of_every_entity(db_url):
                     finished_at=now,
                 )
             )
-            uow.inbound.record("<m1@example.org>", now, "alice@example.org", "move 101")
+            uow.processed.record("<m1@example.org>", now, "alice@example.org", "move 101")
             uow.outbox.queue(
                 message_id="<r1@server>",
                 recipient="bob@example.org",
@@ -112,8 +112,8 @@ def test_round_trip_of_every_entity(db_url):
             table = await uow.ratings.table("terrace")
             assert [(u.userid, r.rating, r.won, r.provisional) for r, u in table] == [("alice", 1616.0, 1, True)]
             assert [h.result for h in await uow.history.recent("terrace")] == ["alice won"]
-            assert await uow.inbound.seen("<m1@example.org>")
-            assert not await uow.inbound.seen("<m2@example.org>")
+            assert await uow.processed.seen("<m1@example.org>")
+            assert not await uow.processed.seen("<m2@example.org>")
             claimed = await uow.outbox.claim(utcnow() + timedelta(seconds=1))
             assert [m.subject for m in claimed] == ["Terrace Board 101 bob"]
             assert await uow.games.count_active("terrace") == 1
@@ -131,12 +131,12 @@ def test_unit_of_work_rolls_back_everything_on_exception(db_url):
                 uow.users.add(new_user("carol"))
                 await uow.flush()
                 await make_game(uow, [await uow.users.get("carol"), await uow.users.get("carol")])
-                uow.inbound.record("<boom@x>", utcnow())
+                uow.processed.record("<boom@x>", utcnow())
                 raise RuntimeError("handler crashed")
         async with UnitOfWork(db) as uow:
             assert await uow.users.get("carol") is None
             assert await uow.games.get("terrace", 101) is None
-            assert not await uow.inbound.seen("<boom@x>")
+            assert not await uow.processed.seen("<boom@x>")
             # the board number used by the failed transaction is not lost either
             assert await uow.games.next_board_number("terrace") == 101
         # and leaving without commit rolls back too
@@ -153,14 +153,14 @@ def test_duplicate_message_id_is_detected(db_url):
     async def scenario():
         db = await migrated(db_url)
         async with UnitOfWork(db) as uow:
-            uow.inbound.record("<same@x>", utcnow())
+            uow.processed.record("<same@x>", utcnow())
             await uow.commit()
         async with UnitOfWork(db) as uow:
-            assert await uow.inbound.seen("<same@x>")
+            assert await uow.processed.seen("<same@x>")
         # a worker that missed the check still cannot commit the same id twice
         with pytest.raises(IntegrityError):
             async with UnitOfWork(db) as uow:
-                uow.inbound.record("<same@x>", utcnow())
+                uow.processed.record("<same@x>", utcnow())
                 await uow.commit()
         await db.close()
 
@@ -265,13 +265,13 @@ def test_sqlite_writers_in_two_engines_never_see_database_locked(tmp_path):
         async def writer(db: Database, prefix: str) -> None:
             for i in range(40):
                 async with UnitOfWork(db) as uow:
-                    await uow.inbound.seen(f"<{prefix}{i}>")  # read first, then write
-                    uow.inbound.record(f"<{prefix}{i}>", utcnow())
+                    await uow.processed.seen(f"<{prefix}{i}>")  # read first, then write
+                    uow.processed.record(f"<{prefix}{i}>", utcnow())
                     await uow.commit()
 
         await asyncio.gather(writer(one, "a"), writer(two, "b"), writer(one, "c"), writer(two, "d"))
         async with UnitOfWork(one) as uow:
-            assert all([await uow.inbound.seen(f"<{p}{i}>") for p in "abcd" for i in range(40)])
+            assert all([await uow.processed.seen(f"<{p}{i}>") for p in "abcd" for i in range(40)])
         await one.close()
         await two.close()
 
