@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from ..gametypes import DEFAULT_GAME_TYPE, GAME_TYPES, TITLES_PATTERN
+from ..gametypes import DEFAULT_GAME_TYPE, GAME_TYPES, TITLES_PATTERN, move_example
 from .quotes import own_text
 from .table import ACCOUNT_VERBS, ALIASES, GAME_VERBS, PREFIXES, commands_of, decl_of
 
@@ -20,18 +20,17 @@ MAX_WORDS = 200
 """A command never needs more words; more are refused as unreadable."""
 
 _REPLY_PREFIX = re.compile(r"^\s*(?:(?:re|fwd?|aw|sv|wg|tr)\s*(?:\[\d+\])?\s*:\s*)+", re.IGNORECASE)
-_TITLES = TITLES_PATTERN
 _SERVER_ONLY = re.compile(
-    rf"^(?:new\s+)?(?:{_TITLES})\s+board\s+\d+(?:\s+\S+)?"
+    rf"^(?:new\s+)?(?:{TITLES_PATTERN})\s+board\s+\d+(?:\s+\S+)?"
     r"(?:\s+(?:error|reminder|queue|submitted|subscribed|unsubscribed|hint))?$"
-    rf"|^(?:{_TITLES})\s+board\s+\d+\s+chat\s+from\s+\S+$"
-    rf"|^(?:{_TITLES})\s+(?:error|preview|summaries\s+\(\d+\s+boards\)|deal\s+of\s+the\s+day)$"
+    rf"|^(?:{TITLES_PATTERN})\s+board\s+\d+\s+chat\s+from\s+\S+$"
+    rf"|^(?:{TITLES_PATTERN})\s+(?:error|preview|summaries\s+\(\d+\s+boards\)|deal\s+of\s+the\s+day)$"
     r"|^broadcast from \S+ via .*$|^message from \S+ via .*$",
     re.IGNORECASE,
 )
 """Subjects of server mails that are no command: a reply to one holds its command
 in the body or nowhere."""
-_SERVER_QUERY = re.compile(rf"^(?:{_TITLES})\s+(?:help|games|standings|history)$", re.IGNORECASE)
+_SERVER_QUERY = re.compile(rf"^(?:{TITLES_PATTERN})\s+(?:help|games|standings|history)$", re.IGNORECASE)
 """Subjects of server mails that are also commands: a reply repeats the query."""
 
 
@@ -149,16 +148,9 @@ def _clip(word: str, limit: int = 40) -> str:
 
 
 # ------------------------------------------------------------------ comments
-def _example_command() -> str:
-    """A move command of the server's main game, as the help writes one."""
-    rules = GAME_TYPES[DEFAULT_GAME_TYPE].board
-    start = rules.start(rules.setup_for(2, None))
-    return f"{DEFAULT_GAME_TYPE} move 101 bob PASSWORD {rules.example_move(start)}"
-
-
 NO_COMMAND = (
     "this mail holds no command: to play, reply with your move on the first line, or put a command in the "
-    f"Subject, e.g. '{_example_command()}'; mail 'help' for the list"
+    f"Subject, e.g. '{DEFAULT_GAME_TYPE} move 101 bob PASSWORD {move_example(DEFAULT_GAME_TYPE)}'; mail 'help' for the list"
 )
 """The answer to a mail in which neither the Subject nor the body's first own line is
 a command (a reply that only quotes, a server subject alone, an empty mail)."""

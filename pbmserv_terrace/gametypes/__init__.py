@@ -23,6 +23,7 @@ unused key code.  :func:`game_table` refuses a table that repeats either.
 
 from __future__ import annotations
 
+import functools
 import re
 
 from ..games.ranking import Ranking as SolitaireRanking
@@ -120,6 +121,14 @@ def board_game_of(position: str, wanted: str | None = None) -> str:
     raise first or ValueError("there is no board game")
 
 
+@functools.cache
+def move_example(name: str) -> str:
+    """A move of board game ``name``, to show how one is written: the first player's
+    example at the start of its first two-player setup (``b2-c3`` in Terrace)."""
+    rules = GAME_TYPES[name].board
+    return rules.example_move(rules.start(rules.two_player_setups[0]))
+
+
 TITLES_PATTERN = "|".join(sorted((re.escape(g.title) for g in GAME_TYPES.values()), key=len, reverse=True))
 """the games' titles as alternatives of a regular expression (the longest first),
 for reading the subjects of the server's own mails (``Patience Board 5 Error``)"""
@@ -151,5 +160,6 @@ __all__ = [
     "game_title",
     "game_titled",
     "game_type",
+    "move_example",
     "rank_solitaire",
 ]

@@ -18,13 +18,12 @@ with its password checked, and is never chatted.
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass, field
 
 from ..commands import Command, ReplyCommand, own_text, parse_line
 from ..commands.parse import redact_text
 from ..commands.table import commands_of
-from ..gametypes import GAME_TYPES, board_games, board_rules, game_title
+from ..gametypes import GAME_TYPES, board_games, game_title, move_example
 from ..inbound import InboundMail
 from ..render import render
 from ..store import Game, User
@@ -197,13 +196,6 @@ def _notes(said: ReplyCommand, game: Game) -> list[str]:
         "undo, show, chat.",
     ]
 
-
-@functools.cache
-def move_example(game_type: str) -> str:
-    """A move in the game's notation, to show how one is written (the first player's
-    example at the start of its first two-player setup: ``d2-e3`` in Terrace)."""
-    rules = board_rules(game_type)
-    return rules.example_move(rules.start(rules.two_player_setups[0]))
 
 
 async def _moved_on(ctx: Ctx, game: Game, user: User, key: ReplyKey) -> None:

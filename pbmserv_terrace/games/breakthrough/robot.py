@@ -28,6 +28,7 @@ import hashlib
 from dataclasses import dataclass
 from functools import cache
 
+from ..verdict import robot_verdict
 from .position import BLACK, WHITE, Move, Position, bits, forward, geometry, other, targets
 
 WIN = 100_000
@@ -258,18 +259,7 @@ def analyse(pos: Position, level: int = 1, seed: int | str = 0) -> SearchResult:
 
 def describe(result: SearchResult) -> str:
     """One line in words about how the robot sees the game after its move."""
-    who = f"robot{result.level}"
-    s = result.score
-    if s >= MATE_BOUND:
-        return f"{who} sees a forced win"
-    if s <= -MATE_BOUND:
-        return f"{who} sees a forced loss"
-    for bound, words in ((400, "is winning"), (150, "is clearly better"), (40, "is slightly better")):
-        if s >= bound:
-            return f"{who} thinks it {words}"
-        if s <= -bound:
-            return f"{who} thinks it {words.replace('better', 'worse').replace('winning', 'losing')}"
-    return f"{who} thinks the game is level"
+    return robot_verdict(result.level, result.score, MATE_BOUND)
 
 
 def choose_move(pos: Position, level: int = 1, seed: int | str = 0) -> tuple[Move, str]:

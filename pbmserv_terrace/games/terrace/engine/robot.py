@@ -37,6 +37,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pbmserv_terrace.games.terrace import Move, Position, format_tpn
+from pbmserv_terrace.games.verdict import robot_verdict
 
 from .board import SearchBoard, encode, to_move_obj
 from .evaluate import evaluate
@@ -195,18 +196,7 @@ def accepts_draw(pos: Position, army: int, *, level: int, ply: int, history: Seq
 
 def describe(result: EngineResult) -> str:
     """One line in words about how the robot sees the game after its move."""
-    who = f"robot{result.level}"
-    s = result.score
-    if s >= MATE_BOUND:
-        return f"{who} sees a forced win"
-    if s <= -MATE_BOUND:
-        return f"{who} sees a forced loss"
-    for bound, words in ((400, "is winning"), (150, "is clearly better"), (40, "is slightly better")):
-        if s >= bound:
-            return f"{who} thinks it {words}"
-        if s <= -bound:
-            return f"{who} thinks it {words.replace('better', 'worse').replace('winning', 'losing')}"
-    return f"{who} thinks the game is level"
+    return robot_verdict(result.level, result.score, MATE_BOUND)
 
 
 __all__ = ["EngineResult", "accepts_draw", "choose_move", "describe", "encode", "history_keys", "position_key", "search"]
