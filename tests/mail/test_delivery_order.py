@@ -16,8 +16,8 @@ from pbmserv_terrace.games.terrace import start_position
 from pbmserv_terrace.mail.imap import internaldates
 from pbmserv_terrace.testing.dovecot import DovecotServer, LmtpRelay
 
+from ..mailservers import SERVER, Players, ServeProcess, addr
 from ..service.policy import choose, text
-from .conftest import SERVER, Players, ServeProcess, addr
 
 
 def test_internaldate_lines_are_read_in_utc_whatever_the_layout() -> None:

@@ -31,8 +31,8 @@ from pbmserv_terrace.testing.dovecot import DovecotServer, LmtpRelay
 from pbmserv_terrace.testing.postfix import PostfixServer
 from pbmserv_terrace.testing.tokens import ExpiringSessions, TokenServer
 
-from .conftest import PLAYERS, SERVER, addr
-from .test_postfix_loop import Loop, Serve, figures
+from ..app.test_postfix_loop import Loop, Serve, figures
+from ..mailservers import PLAYERS, SERVER, addr
 
 LIFETIME = 12.0
 """seconds an access token lives"""

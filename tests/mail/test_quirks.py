@@ -15,7 +15,7 @@ import pytest
 from pbmserv_terrace.mail.imap import ImapMailbox
 from pbmserv_terrace.testing.dovecot import DovecotServer, LmtpRelay
 
-from .conftest import PLAYERS, SERVER, Players, ServeProcess, addr, body
+from ..mailservers import PLAYERS, SERVER, Players, ServeProcess, addr, body
 
 
 class Recorder:

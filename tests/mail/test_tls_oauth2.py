@@ -22,7 +22,7 @@ from pbmserv_terrace.testing.certs import TestCA
 from pbmserv_terrace.testing.dovecot import DovecotServer, LmtpRelay
 from pbmserv_terrace.testing.tokens import TokenServer
 
-from .conftest import SERVER
+from ..mailservers import SERVER
 
 PW = "server-secret"
 

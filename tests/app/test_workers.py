@@ -22,7 +22,7 @@ from pbmserv_terrace.service import Service
 from pbmserv_terrace.store import Database, ProcessedMessage, QueuedMail
 from pbmserv_terrace.store.queue import CHANNEL, InboundQueue, NewMail, claimable
 
-from .conftest import SERVER, ServeProcess, addr
+from ..mailservers import SERVER, ServeProcess, addr
 from .test_crash_consistency import replay, state, stream
 
 pytestmark = [pytest.mark.postgres]

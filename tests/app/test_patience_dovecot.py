@@ -10,7 +10,7 @@ import re
 
 from pbmserv_terrace.games.patience import format_move, new_game, solve
 
-from .conftest import Players, body
+from ..mailservers import Players, body
 from .test_reply_dovecot import press_reply
 
 DEAL = ("terrace", 4)

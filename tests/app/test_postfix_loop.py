@@ -37,9 +37,9 @@ from pbmserv_terrace.games.terrace import start_position
 from pbmserv_terrace.testing.dovecot import DovecotServer, LmtpRelay
 from pbmserv_terrace.testing.postfix import PostfixServer
 
+from ..mailservers import PLAYERS, SERVER, ServeProcess, addr, body
 from ..service.policy import choose, text
 from . import test_reply_dovecot as reply_shapes
-from .conftest import PLAYERS, SERVER, ServeProcess, addr, body
 
 GAME_PLIES = 14
 REPLY_PLIES = {2, 3, 6, 7, 10, 11}

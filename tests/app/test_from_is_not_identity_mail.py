@@ -13,7 +13,7 @@ import time
 
 from pbmserv_terrace.testing.postgres import free_port
 
-from .test_embedded import cli
+from ..cli.test_embedded import cli
 
 
 def test_forged_from_attacks_fail_over_the_embedded_listener(tmp_path):

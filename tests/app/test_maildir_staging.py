@@ -1,22 +1,21 @@
 """Issue 18: a reply written into a local Maildir shows up exactly once, however
 a crash falls.  The outbox stages a claim's replies in ``<root>/.staged/``,
 commits their outcomes, and only then publishes them into the recipients'
-``new/`` (:class:`~pbmserv_terrace.mail.delivery.MaildirDelivery`,
-``OutboxSenders._send_staged``): a crash before the commit leaves the replies
+``new/`` (:class:`~pbmserv_terrace.app.outbox.OutboxSenders` on a
+:class:`~pbmserv_terrace.mail.delivery.MaildirDelivery`): a crash before the commit leaves the replies
 pending (staged again under the same name), one after it leaves them sent and
 staged (published by the next senders' recovery).  Recovery publishes only what
 is recorded as sent, drops what failed, and leaves pending replies and names
-that are not ours.  SQLite and PostgreSQL."""
+that are not ours.  SQLite and PostgreSQL.  (The Maildir's own part, file
+names and syncs, is tests/mail/test_maildir_delivery.py.)"""
 
 from __future__ import annotations
 
 import asyncio
-import email
 import errno
 import os
 from collections.abc import Sequence
 from datetime import datetime, timedelta
-from email.message import Message
 from pathlib import Path
 from typing import Any
 
@@ -26,9 +25,10 @@ from pbmserv_terrace.app.compose import to_outgoing
 from pbmserv_terrace.app.outbox import OutboxSenders
 from pbmserv_terrace.config import Config, load_config
 from pbmserv_terrace.mail import delivery as delivery_module
-from pbmserv_terrace.mail.delivery import STAGING, MaildirDelivery, StagedFiles, maildir_name, staged_key, staged_name
-from pbmserv_terrace.mail.message import Outgoing, build_message
+from pbmserv_terrace.mail.delivery import STAGING, MaildirDelivery, StagedFiles, maildir_name, staged_name
 from pbmserv_terrace.store import Database, OutboxMessage, UnitOfWork, utcnow
+
+from ..mail.test_maildir_delivery import delivered, delivered_ids, mid
 
 RECIPIENTS = ("ann@x.test", "Ben@X.Test", "cat@x.test")
 """the replies go round these (Ben's folder is ``ben@x.test``: addresses are lower-cased)"""
@@ -84,10 +84,6 @@ class DiskFillsUp:
         return os.write(fd, data)
 
 
-def mid(i: int) -> str:
-    return f"<m{i:02d}@srv.test>"
-
-
 def config(db_url: str) -> Config:
     return load_config(None, {"PBMSERV_DATABASE_URL": db_url, "PBMSERV_ADDRESS": "pbm@srv.test"})
 
@@ -124,23 +120,6 @@ async def rows(db: Database) -> dict[str, OutboxMessage]:
 
 def name_of(row: OutboxMessage) -> str:
     return staged_name(row.id, row.message_id, row.created_at)
-
-
-def delivered(root: Path) -> dict[str, list[Message]]:
-    """Each Maildir's messages in ``new/``, by folder, in file-name order."""
-    boxes: dict[str, list[Message]] = {}
-    for folder in sorted(p for p in root.iterdir() if p.is_dir() and p.name != STAGING):
-        assert {p.name for p in folder.iterdir()} == {"tmp", "new", "cur"}, folder
-        names = sorted(os.listdir(folder / "new"))
-        boxes[folder.name] = [email.message_from_bytes((folder / "new" / n).read_bytes()) for n in names]
-    return boxes
-
-
-def delivered_ids(root: Path) -> list[str]:
-    """The Message-IDs of every message in every ``new/`` (a duplicate shows twice)."""
-    if not root.exists():
-        return []
-    return sorted(str(m["Message-ID"]) for box in delivered(root).values() for m in box)
 
 
 def staged_files(root: Path) -> list[str]:
@@ -371,25 +350,6 @@ def test_recovery_publishes_the_sent_drops_the_failed_and_leaves_the_rest(db_url
     ]  # fmt: skip
 
 
-# ----------------------------------------------------------------- 6. names
-def test_maildir_names_are_fixed_by_the_reply_and_staged_names_carry_the_row_id() -> None:
-    created = datetime(2026, 1, 2, 3, 4, 5, 678)
-    odd = "<a/b:c@srv.test>"
-    assert maildir_name(odd, created) == maildir_name(odd, datetime(2026, 1, 2, 3, 4, 5, 678))
-    assert maildir_name(odd, created) != maildir_name("<a/b:d@srv.test>", created)
-    assert maildir_name(odd, created).startswith("1767323045.M000678X")
-    assert maildir_name(odd, created) < maildir_name(odd, created + timedelta(microseconds=1))
-    for name in (maildir_name(odd, created), staged_name(7, odd, created)):
-        assert "/" not in name and ":" not in name, name
-    assert staged_name(7, odd, created) == "7-" + maildir_name(odd, created)
-    assert staged_key(staged_name(7, odd, created)) == 7
-    assert staged_key("x-y") is None
-    assert staged_key("notours.txt") is None
-    assert staged_key("-7") is None
-    assert staged_key("42") is None  # no dash: not a staged name
-    assert staged_key("99999-somethingelse") == 99999
-
-
 # ------------------------------------------- a foreign name that looks like ours
 def test_a_foreign_name_with_superscript_digits_does_not_stop_sending(db_url: str, tmp_path: Path) -> None:
     """``staged_key`` tests the head with ``str.isdigit``, which ``²`` passes and
@@ -410,95 +370,3 @@ def test_a_foreign_name_with_superscript_digits_does_not_stop_sending(db_url: st
     assert asyncio.run(run()) == 3
     assert delivered_ids(root) == expected(range(3))
     assert staged_files(root) == ["²-x"]
-
-
-# ------------------------------------------------------ 7. the one-off deliver
-def test_deliver_writes_one_message_straight_into_new(tmp_path: Path) -> None:
-    root = tmp_path / "maildir"
-    maildir = MaildirDelivery(root)
-
-    def message(i: int) -> Message:
-        return build_message(sender="pbm@srv.test", sender_name="PBM Server", recipient="Dee@X.Test",
-                             subject=f"test {i}", body="hello\n", message_id=mid(i), in_reply_to=None,
-                             date=datetime(2026, 1, 2))  # fmt: skip
-
-    async def run() -> None:
-        await maildir.deliver(message(1), "Dee@X.Test")  # the CLI's test mail
-        await maildir.deliver(Outgoing.of(message(2), "pbm@srv.test"), "Dee@X.Test")
-        await maildir.close()
-
-    asyncio.run(run())
-    assert delivered_ids(root) == [mid(1), mid(2)]
-    assert sorted(str(m["Subject"]) for m in delivered(root)["dee@x.test"]) == ["test 1", "test 2"]
-    assert not (root / STAGING).exists()
-
-
-class Calls:
-    """The delivery module's ``os`` and ``syncfs``, counting the syncs; ``fsync``
-    fails with EIO for the files whose bytes hold ``bad``, and ``syncfs`` says
-    so (-1) when ``fail_syncfs``."""
-
-    def __init__(self, bad: bytes = b"", fail_syncfs: bool = False) -> None:
-        self.bad, self.fail_syncfs = bad, fail_syncfs
-        self.syncfsed: list[int] = []
-        self.fsynced: list[int] = []
-        self.bad_fds: set[int] = set()
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(os, name)
-
-    def write(self, fd: int, data: bytes | memoryview) -> int:
-        if self.bad and self.bad in bytes(data):
-            self.bad_fds.add(fd)
-        return os.write(fd, data)
-
-    def fsync(self, fd: int) -> None:
-        self.fsynced.append(fd)
-        if fd in self.bad_fds:
-            raise OSError(errno.EIO, os.strerror(errno.EIO))
-        os.fsync(fd)
-
-    def sync_fs(self, fd: int) -> int:
-        self.syncfsed.append(fd)
-        return -1 if self.fail_syncfs else 0
-
-
-def test_staged_files_are_synced_by_one_syncfs_and_closed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    calls = Calls()
-    monkeypatch.setattr(delivery_module, "os", calls)
-    monkeypatch.setattr(delivery_module, "_SYNCFS", calls.sync_fs)
-    maildir = MaildirDelivery(tmp_path)
-    staged = maildir.write_staged([(f"n{i}", f"reply {i}\n".encode()) for i in range(5)])
-    fds = [fd for _, fd in staged.opened]
-    assert len(fds) == 5 and calls.syncfsed == []  # written, not synced yet
-    assert staged.sync() == [None] * 5
-    assert len(calls.syncfsed) == 1 and calls.fsynced == []  # one sync for the claim, no fsync per file
-    for fd in fds:
-        with pytest.raises(OSError):
-            os.fstat(fd)  # closed
-    assert maildir.staged() == [f"n{i}" for i in range(5)]
-    assert (tmp_path / STAGING / "n3").read_bytes() == b"reply 3\n"
-
-
-def test_an_error_the_syncfs_reports_is_found_file_by_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """syncfs says an error happened somewhere on the filesystem: each file is
-    fsynced, the one that fails is unstaged and reported, the others stay."""
-    calls = Calls(bad=b"reply 2", fail_syncfs=True)
-    monkeypatch.setattr(delivery_module, "os", calls)
-    monkeypatch.setattr(delivery_module, "_SYNCFS", calls.sync_fs)
-    maildir = MaildirDelivery(tmp_path)
-    outcomes = maildir.stage([(f"n{i}", f"reply {i}\n".encode()) for i in range(4)])
-    assert [o is None for o in outcomes] == [True, True, False, True]
-    assert isinstance(outcomes[2], OSError) and outcomes[2].errno == errno.EIO
-    assert len(calls.syncfsed) == 1 and len(calls.fsynced) == 4 + 1  # each file, then the folder
-    assert maildir.staged() == ["n0", "n1", "n3"]
-
-
-def test_without_syncfs_each_file_is_fsynced_then_the_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    calls = Calls()
-    monkeypatch.setattr(delivery_module, "os", calls)
-    monkeypatch.setattr(delivery_module, "_SYNCFS", None)
-    maildir = MaildirDelivery(tmp_path)
-    assert maildir.stage([(f"n{i}", b"x\n") for i in range(3)]) == [None] * 3
-    assert len(calls.fsynced) == 3 + 1
-    assert maildir.staged() == ["n0", "n1", "n2"]

@@ -20,8 +20,8 @@ from pbmserv_terrace.mail.message import parse_message
 from pbmserv_terrace.service import Service
 from pbmserv_terrace.store import Database, Game, MoveRecord, OutboxMessage, ProcessedMessage, User
 
+from ..mailservers import SERVER, ServeProcess
 from ..service.policy import choose, text
-from .conftest import SERVER
 
 pytestmark = [pytest.mark.reliability, pytest.mark.postgres]
 CONFIRM_KEY = re.compile(r"^confirm [a-z0-9]+$")
@@ -153,8 +153,6 @@ def test_three_workers_one_mailbox_same_result(serve_factory, relay, dovecot, pg
     workers = []
     for k in range(3):
         (tmp_path / f"w{k}").mkdir()
-        from .conftest import ServeProcess
-
         workers.append(ServeProcess(tmp_path / f"w{k}", dovecot, relay, url).start())
     rng = random.Random(3)
     time.sleep(2)

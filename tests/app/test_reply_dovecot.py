@@ -10,9 +10,9 @@ from email.utils import make_msgid, parseaddr
 
 from pbmserv_terrace.games.terrace import start_position
 
+from ..mailservers import SERVER, Players, addr, body
 from ..service.policy import choose
 from ..service.test_games import shortest_seed
-from .conftest import SERVER, Players, addr, body
 
 SHAPES = [
     # Thunderbird, bottom-posted

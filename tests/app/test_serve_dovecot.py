@@ -8,9 +8,9 @@ import time
 
 from pbmserv_terrace.games.terrace import start_position
 
+from ..mailservers import SERVER, addr, body
 from ..service.policy import choose, text
 from ..service.test_games import shortest_seed
-from .conftest import SERVER, addr, body
 
 
 def test_signup_challenge_game_error_and_chat(serve_factory, relay, players, dovecot):

@@ -1,4 +1,8 @@
-"""A real Dovecot + SMTP relay, and ``pbmserv-terrace serve`` as a real process."""
+"""Real mail servers for the tests that run ``serve`` or the mail layer against
+them: the test players (:class:`Players`: send over SMTP, read their own IMAP
+mailboxes) and ``pbmserv-terrace serve`` as a real process (:class:`ServeProcess`).
+The fixtures that start them (``dovecot``, ``relay``, ``players``,
+``serve_factory``) are in ``tests/conftest.py``."""
 
 from __future__ import annotations
 
@@ -8,12 +12,9 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
 from email.message import Message
 from email.utils import make_msgid, parseaddr
 from pathlib import Path
-
-import pytest
 
 from pbmserv_terrace.testing.dovecot import DovecotServer, LmtpRelay
 from pbmserv_terrace.testing.postgres import free_port
@@ -24,25 +25,6 @@ PLAYERS = ["ann", "ben", "cat", "dan"]
 
 def addr(name: str) -> str:
     return f"{name}@players.test"
-
-
-@pytest.fixture
-def dovecot() -> Iterator[DovecotServer]:
-    users = {SERVER: "server-secret", **{addr(p): f"imap-{p}" for p in PLAYERS}}
-    with DovecotServer(users) as d:
-        yield d
-
-
-@pytest.fixture
-def players(dovecot: DovecotServer, relay: LmtpRelay) -> Players:
-    return Players(dovecot, relay)
-
-
-@pytest.fixture
-def relay(dovecot: DovecotServer) -> Iterator[LmtpRelay]:
-    r = LmtpRelay(dovecot).start()
-    yield r
-    r.stop()
 
 
 class ServeProcess:
@@ -173,20 +155,3 @@ def body(msg: Message) -> str:
     part = next((p for p in msg.walk() if p.get_content_type() == "text/plain"), msg)
     payload = part.get_payload(decode=True)
     return payload.decode("utf-8").replace("\r\n", "\n") if isinstance(payload, bytes) else ""
-
-
-@pytest.fixture
-def serve_factory(tmp_path: Path, dovecot: DovecotServer) -> Iterator[Callable[..., ServeProcess]]:
-    started: list[ServeProcess] = []
-
-    def make(relay: LmtpRelay, db_url: str | None = None, extra: str = "") -> ServeProcess:
-        url = db_url or f"sqlite:///{tmp_path}/serve.db"
-        proc = ServeProcess(tmp_path, dovecot, relay, url, extra)
-        started.append(proc)
-        return proc
-
-    yield make
-    for proc in started:
-        if proc.proc is not None and proc.proc.poll() is None:
-            proc.proc.kill()
-            proc.proc.wait(10)

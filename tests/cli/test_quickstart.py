@@ -18,7 +18,7 @@ import pytest
 
 from pbmserv_terrace.testing.dovecot import DovecotServer, LmtpRelay
 
-from .conftest import Players, body
+from ..mailservers import Players, body
 
 ROOT = Path(__file__).resolve().parents[2]
 ADDRESS = "terrace@club.example.org"
