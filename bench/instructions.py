@@ -9,7 +9,7 @@ difference divided by the calls is the piece's cost:
 - ``reply``: a board mail's reply built and serialised (``build_message`` +
   ``message_bytes``), a new Message-ID each time, as the outbox does per reply;
 - ``smtp-address``: the embedded listener reading a ``MAIL FROM``/``RCPT TO``
-  argument (``_Listener._getaddr``), and aiosmtpd's own parser on the same
+  argument (``SmtpSession.read_address``, aiosmtpd's ``_getaddr`` hook), and aiosmtpd's own parser on the same
   arguments (``aiosmtpd``), in the same tree;
 - ``parse``: ``parse_message`` of a move mail as bench/embedded.py's players
   send it;
@@ -57,9 +57,12 @@ if piece == "reply":
 elif piece in ("smtp-address", "aiosmtpd"):
     from aiosmtpd.smtp import SMTP
     try:
-        from pbmserv_terrace.mail.embedded import _Listener as Listener
-    except ImportError:  # (a tree from before the listener read addresses itself)
-        Listener = SMTP
+        from pbmserv_terrace.mail.embedded import SmtpSession as Listener
+    except ImportError:
+        try:  # (a tree from before the session was public)
+            from pbmserv_terrace.mail.embedded import _Listener as Listener
+        except ImportError:  # (a tree from before the listener read addresses itself)
+            Listener = SMTP
     class Quiet: pass
     smtp = Listener(Quiet())
     read = smtp._getaddr if piece == "smtp-address" else (lambda arg: SMTP._getaddr(smtp, arg))

@@ -133,6 +133,13 @@ class OutboxSenders:
         """called when a claim comes back full (more may be due), before it is sent"""
 
     # ------------------------------------------------------------ holding back
+    @property
+    def recent_sends(self) -> int:
+        """The send times kept for ``smtp.max_per_minute``: at most the last
+        minute's sends (as of the last :meth:`allowance`), none without a limit;
+        what the senders remember must not grow with the replies they send."""
+        return len(self._sent_at)
+
     def allowance(self) -> int:
         """How many replies may be claimed now (0 = hold everything back)."""
         now = self.clock()

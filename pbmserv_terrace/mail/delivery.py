@@ -267,9 +267,9 @@ def _syncfs(fd: int) -> bool:
     metadata, folders included) and wait for it; whether that worked (False:
     not Linux, or an error was reported since the file was opened; the caller
     then syncs file by file)."""
-    if _SYNCFS is None:
+    if SYNCFS is None:
         return False
-    return bool(_SYNCFS(fd) == 0)
+    return bool(SYNCFS(fd) == 0)
 
 
 def _load_syncfs() -> Callable[[int], int] | None:
@@ -291,8 +291,10 @@ def _kernel() -> tuple[int, int]:
     return (int(parts[1]), int(parts[2])) if parts else (0, 0)
 
 
-_SYNCFS = _load_syncfs()
-"""libc's ``syncfs``, or None (see :func:`_load_syncfs`)"""
+SYNCFS: Callable[[int], int] | None = _load_syncfs()
+"""libc's ``syncfs``, or None where it does not report writeback errors (see
+:func:`_load_syncfs`); the staging calls it through this name, so a test can
+put a counting or failing one in its place (``monkeypatch.setattr``)."""
 
 
 def _fsync_folder(path: Path) -> None:
@@ -453,7 +455,7 @@ class SmtpDelivery:
             if client is None:
                 client = await self.connect()
             try:
-                await _transmit(client, message, recipient)
+                await transmit(client, message, recipient)
             except (aiosmtplib.SMTPException, ConnectionError) as exc:
                 if not reused or not closed_by_server(exc):
                     raise
@@ -461,7 +463,7 @@ class SmtpDelivery:
                 log.info("SMTP: a kept connection was ended by the server (%s); sending on a new one", exc)
                 client.close()
                 client = await self.connect()
-                await _transmit(client, message, recipient)
+                await transmit(client, message, recipient)
         except aiosmtplib.SMTPRecipientsRefused as exc:
             self._drop(client)
             codes = [r.code for r in exc.recipients]
@@ -488,8 +490,9 @@ class SmtpDelivery:
             client.close()
 
 
-async def _transmit(client: aiosmtplib.SMTP, message: Message | Outgoing, recipient: str) -> None:
-    """One SMTP transaction: an Outgoing's bytes as they are (:func:`_send_data`),
+async def transmit(client: aiosmtplib.SMTP, message: Message | Outgoing, recipient: str) -> None:
+    """One SMTP transaction on a connected ``client``, as :class:`SmtpDelivery`
+    runs it for each reply: an Outgoing's bytes as they are (:func:`_send_data`),
     else the Message serialised by aiosmtplib (also when the bytes are not 7-bit,
     which only an odd In-Reply-To can make: aiosmtplib then asks for 8BITMIME or
     encodes the header)."""

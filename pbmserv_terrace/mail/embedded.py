@@ -31,7 +31,7 @@ _PLAIN_ANGLE_ADDR = re.compile(rf"[ \t]*<({DOT_ATOM_ADDRESS})>[ \t]*(?![ \t(])(.
 around it, and the rest"""
 
 
-class _Listener(SMTP):
+class SmtpSession(SMTP):
     """aiosmtpd's SMTP session, reading a plain ``<local@domain>`` in MAIL FROM
     and RCPT TO itself.  aiosmtpd parses every address with the ``email``
     package's header parser (and defines a class each time): ~6 % of serve's CPU
@@ -40,7 +40,9 @@ class _Listener(SMTP):
     test_embedded_addresses.py compares the two); anything else is aiosmtpd's,
     and what its parser cannot read at all is a malformed address (553)."""
 
-    def _getaddr(self, arg: str) -> tuple[str | None, str | None]:
+    def read_address(self, arg: str) -> tuple[str | None, str | None]:
+        """(address, what follows it) of a MAIL FROM or RCPT TO argument, as
+        aiosmtpd's own ``_getaddr`` gives them; (None, None) for a malformed one."""
         plain = _PLAIN_ANGLE_ADDR.fullmatch(arg)
         if plain is None:
             try:
@@ -53,6 +55,8 @@ class _Listener(SMTP):
         if self.local_part_limit and len(address.rpartition("@")[0]) > self.local_part_limit:
             return None, None
         return address, rest
+
+    _getaddr = read_address  # aiosmtpd's hook for the argument of MAIL FROM and RCPT TO
 
     async def smtp_DATA(self, arg: str) -> None:
         """aiosmtpd's DATA with the mail read in one search for its end instead
@@ -166,7 +170,7 @@ class SmtpListener:
         loop = asyncio.get_running_loop()
 
         def factory() -> Any:
-            smtp = _Listener(self._handler, data_size_limit=MAX_MESSAGE, enable_SMTPUTF8=True, hostname="pbmserv.local")
+            smtp = SmtpSession(self._handler, data_size_limit=MAX_MESSAGE, enable_SMTPUTF8=True, hostname="pbmserv.local")
             self._connections.add(smtp)
             return smtp
 

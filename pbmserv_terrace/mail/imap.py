@@ -37,7 +37,7 @@ from ..store import Database, InboundQueue
 from ..store.queue import DONE, FAILED, READY, NewMail, Row
 from .imapconn import ImapError, connect, ensure_folder, ok, renew_in
 
-__all__ = ["ImapError", "ImapMailbox", "connect", "internaldates"]
+__all__ = ["ImapError", "ImapMailbox", "connect", "internaldates", "searched_uids", "until_lost"]
 
 log = logging.getLogger("pbmserv.imap")
 
@@ -102,6 +102,38 @@ def internaldates(lines: Iterable[bytes | bytearray]) -> dict[int, datetime]:
         local = datetime(int(year), month_no, int(day), int(hh), int(mm), int(ss), tzinfo=UTC)
         out[int(uid.group(1))] = local - offset
     return out
+
+
+def searched_uids(lines: Iterable[bytes | bytearray]) -> list[int]:
+    """The UIDs of a ``UID SEARCH`` response's lines (the last one, the tagged
+    completion, left out), sorted, each once.  Only the SEARCH line counts
+    (aioimaplib drops its "SEARCH"): untagged news such as "57 EXISTS" or
+    "3 EXPUNGE" come along in the same response."""
+    uids: list[int] = []
+    for line in list(lines)[:-1]:
+        words = bytes(line).split()
+        if words and words[0].upper() == b"SEARCH":
+            words = words[1:]
+        if all(w.isdigit() for w in words):
+            uids += [int(w) for w in words]
+    return sorted(set(uids))
+
+
+async def until_lost(command: Awaitable[aioimaplib.Response], what: str, lost: asyncio.Event) -> aioimaplib.Response:
+    """Run an IMAP command; fail at once (not after the command timeout) if the
+    server drops the connection meanwhile (``lost`` is set): aioimaplib leaves
+    the command waiting, which is then cancelled.  A response that is not OK
+    raises :class:`ImapError` naming ``what``."""
+    task = asyncio.ensure_future(command)
+    waiting = asyncio.ensure_future(lost.wait())
+    try:
+        await asyncio.wait({task, waiting}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        waiting.cancel()
+    if not task.done():
+        task.cancel()
+        raise ImapError(f"the IMAP server closed the connection during {what}")
+    return ok(task.result(), what)
 
 
 class Outcome(Protocol):
@@ -243,18 +275,8 @@ class ImapMailbox:
         return False
 
     async def _do(self, command: Awaitable[aioimaplib.Response], what: str) -> aioimaplib.Response:
-        """Run an IMAP command; fail at once (not after the command timeout) if the
-        server drops the connection meanwhile: aioimaplib leaves it waiting."""
-        task = asyncio.ensure_future(command)
-        lost = asyncio.ensure_future(self.lost.wait())
-        try:
-            await asyncio.wait({task, lost}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            lost.cancel()
-        if not task.done():
-            task.cancel()
-            raise ImapError(f"the IMAP server closed the connection during {what}")
-        return ok(task.result(), what)
+        """Run an IMAP command on this session (:func:`until_lost`)."""
+        return await until_lost(command, what, self.lost)
 
     async def _idle(self, client: aioimaplib.IMAP4) -> None:
         timeout = min(self.config.imap.idle_timeout, 28 * 60, max(1.0, renew_in(client)))
@@ -283,16 +305,7 @@ class ImapMailbox:
 
     async def _uids(self, client: aioimaplib.IMAP4) -> list[int]:
         resp = await self._do(client.uid_search("ALL"), "UID SEARCH")
-        uids: list[int] = []
-        for line in resp.lines[:-1]:  # the last line is the tagged completion
-            words = bytes(line).split()
-            if words and words[0].upper() == b"SEARCH":
-                words = words[1:]
-            # only the SEARCH line (aioimaplib drops its "SEARCH"): untagged news
-            # such as "57 EXISTS" or "3 EXPUNGE" come along in the same response
-            if all(w.isdigit() for w in words):
-                uids += [int(w) for w in words]
-        return sorted(set(uids))
+        return searched_uids(resp.lines)
 
     async def _drain(self, client: aioimaplib.IMAP4) -> bool:
         """Process the inbox in UID order, fetching and filing up to BATCH at a time.
@@ -366,7 +379,7 @@ class ImapMailbox:
         for state, folder in folders.items():
             these = [r for r in rows if r.state == state and r.uidvalidity == uidvalidity]
             if these:
-                await self._file(client, [r.uid for r in these], folder)
+                await self.file(client, [r.uid for r in these], folder)
                 stale += [r.id for r in these]
         return sum(1 for r in rows if r.state == READY), stale
 
@@ -430,7 +443,7 @@ class ImapMailbox:
                 done[failed if status == "failed" else processed].append(uid)
         for folder, uids in done.items():
             if uids:
-                await self._file(client, uids, folder)
+                await self.file(client, uids, folder)
                 for uid in uids:
                     del taken[uid]
 
@@ -476,7 +489,10 @@ class ImapMailbox:
                 self.dates.pop(uid, None)
         return out
 
-    async def _file(self, client: aioimaplib.IMAP4, uids: list[int], folder: str) -> None:
+    async def file(self, client: aioimaplib.IMAP4, uids: list[int], folder: str) -> None:
+        """Flag these messages ``\\Seen`` and move them to ``folder``: MOVE where
+        the server has it, else COPY, ``\\Deleted`` and UID EXPUNGE of just these
+        (UIDPLUS), else a plain EXPUNGE."""
         uid_set = ",".join(map(str, uids))
         for uid in uids:
             self.dates.pop(uid, None)

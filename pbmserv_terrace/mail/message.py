@@ -269,14 +269,14 @@ parsers give it back as it is (this module's and mail/embedded.py's short cuts)"
 _PLAIN_ADDRESS = re.compile(DOT_ATOM_ADDRESS)
 
 
-def _parseaddr(value: str) -> tuple[str, str]:
+def parse_address(value: str) -> tuple[str, str]:
     """``email.utils.parseaddr``; a bare plain address (most headers a mail
     client writes into To, and what an MTA writes into X-Original-To) is
     ('', itself) without the character-by-character parser."""
     return ("", value) if _PLAIN_ADDRESS.fullmatch(value) else parseaddr(value)
 
 
-def _getaddresses(values: list[str]) -> list[tuple[str, str]]:
+def parse_addresses(values: list[str]) -> list[tuple[str, str]]:
     """``email.utils.getaddresses``, the same short cut when every value is a
     bare plain address (the parser reads the values joined by commas, so one
     value that is not could swallow the next)."""
@@ -303,12 +303,12 @@ def parse_message(raw: bytes) -> InboundMail:
     except RecursionError:  # (the caps keep nesting shallow: a last line of defence)
         msg, problem = BytesParser(policy=email.policy.compat32).parsebytes(safe, headersonly=True), "it nests too deeply"
     fields = _fields(msg)
-    name_addr = _parseaddr(_first(fields, "From").replace("\r", " ").replace("\n", " "))[1]
+    name_addr = parse_address(_first(fields, "From").replace("\r", " ").replace("\n", " "))[1]
     sender = name_addr.strip()
     if "@" in sender:
         local, _, domain = sender.rpartition("@")
         sender = f"{local}@{domain.lower()}"
-    subject = _decode_header(_first(fields, "Subject"))
+    subject = decode_header_value(_first(fields, "Subject"))
     subject = " ".join(_CONTROL.sub(" ", subject).split())[:MAX_SUBJECT_CHARS]
     body = "" if problem else _choose_text(msg)
     body = body.replace("\r\n", "\n").replace("\r", "\n").replace("\x00", "")[:MAX_BODY_CHARS]
@@ -331,7 +331,7 @@ def parse_message(raw: bytes) -> InboundMail:
     recipients: list[str] = []
     for name in ("x-original-to", "delivered-to", "to", "cc"):
         values = fields.get(name, [])
-        for _, addr in _getaddresses([" ".join(v.split()) for v in values]):
+        for _, addr in parse_addresses([" ".join(v.split()) for v in values]):
             if addr and addr not in recipients:
                 recipients.append(addr)
     references = _MSGID.findall(_first(fields, "In-Reply-To"))
@@ -361,7 +361,9 @@ def _message_id(value: str, raw: bytes) -> str:
     return cleaned or "<sha256-" + hashlib.sha256(raw).hexdigest()[:40] + "@pbmserv.invalid>"
 
 
-def _decode_header(value: str) -> str:
+def decode_header_value(value: str) -> str:
+    """A header value as text: ``str(make_header(decode_header(value)))``, the
+    value as it is when it holds no encoded word (or cannot be decoded)."""
     if "=?" not in value:  # no encoded word: decoding gives the value as it is
         return value
     try:

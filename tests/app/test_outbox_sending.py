@@ -130,11 +130,11 @@ def test_the_senders_keep_no_record_per_reply_without_a_limit_and_a_minute_with_
         kept = []
         for _ in range(3):
             await limited.drain()
-            kept.append(len(limited._sent_at))
+            kept.append(limited.recent_sends)
             clock[0] += 61.0
         limited.allowance()  # forgets what is older than a minute
         await db.close()
-        return len(unlimited._sent_at), kept, len(limited._sent_at)
+        return unlimited.recent_sends, kept, limited.recent_sends
 
     unlimited, kept, after = asyncio.run(run())
     assert unlimited == 0

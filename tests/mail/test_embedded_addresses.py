@@ -11,7 +11,7 @@ import pytest
 from aiosmtpd.smtp import SMTP
 from hypothesis import example, given, settings
 
-from pbmserv_terrace.mail.embedded import SmtpListener, _Listener
+from pbmserv_terrace.mail.embedded import SmtpListener, SmtpSession
 
 from .addresses import values
 
@@ -30,12 +30,12 @@ class _Quiet:
 @example("<")
 @example("RCPT TO:<")
 def test_an_address_is_read_as_aiosmtpd_reads_it(arg: str) -> None:
-    ours = _Listener(_Quiet())
+    ours = SmtpSession(_Quiet())
     try:
-        theirs: object = SMTP._getaddr(ours, arg)
+        theirs: object = SMTP._getaddr(ours, arg)  # aiosmtpd's own parser: the reference
     except (IndexError, ValueError):
         theirs = (None, None)  # (aiosmtpd answers "500 Error: (IndexError) ..." and logs a traceback)
-    assert ours._getaddr(arg) == theirs
+    assert ours.read_address(arg) == theirs
 
 
 def test_an_address_the_parser_cannot_read_is_refused_and_the_session_goes_on(caplog: pytest.LogCaptureFixture) -> None:
@@ -79,8 +79,8 @@ def test_an_address_the_parser_cannot_read_is_refused_and_the_session_goes_on(ca
 
 
 def test_the_local_part_limit_still_holds() -> None:
-    ours = _Listener(_Quiet())
+    ours = SmtpSession(_Quiet())
     ours.local_part_limit = 64
     long = "<" + "l" * 65 + "@x.test> SIZE=1"
-    assert ours._getaddr(long) == (None, None) == SMTP._getaddr(ours, long)
-    assert ours._getaddr("<" + "l" * 64 + "@x.test>") == ("l" * 64 + "@x.test", "")
+    assert ours.read_address(long) == (None, None) == SMTP._getaddr(ours, long)
+    assert ours.read_address("<" + "l" * 64 + "@x.test>") == ("l" * 64 + "@x.test", "")

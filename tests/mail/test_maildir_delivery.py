@@ -117,7 +117,7 @@ class Calls:
 def test_staged_files_are_synced_by_one_syncfs_and_closed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     calls = Calls()
     monkeypatch.setattr(delivery_module, "os", calls)
-    monkeypatch.setattr(delivery_module, "_SYNCFS", calls.sync_fs)
+    monkeypatch.setattr(delivery_module, "SYNCFS", calls.sync_fs)
     maildir = MaildirDelivery(tmp_path)
     staged = maildir.write_staged([(f"n{i}", f"reply {i}\n".encode()) for i in range(5)])
     fds = [fd for _, fd in staged.opened]
@@ -136,7 +136,7 @@ def test_an_error_the_syncfs_reports_is_found_file_by_file(tmp_path: Path, monke
     fsynced, the one that fails is unstaged and reported, the others stay."""
     calls = Calls(bad=b"reply 2", fail_syncfs=True)
     monkeypatch.setattr(delivery_module, "os", calls)
-    monkeypatch.setattr(delivery_module, "_SYNCFS", calls.sync_fs)
+    monkeypatch.setattr(delivery_module, "SYNCFS", calls.sync_fs)
     maildir = MaildirDelivery(tmp_path)
     outcomes = maildir.stage([(f"n{i}", f"reply {i}\n".encode()) for i in range(4)])
     assert [o is None for o in outcomes] == [True, True, False, True]
@@ -148,7 +148,7 @@ def test_an_error_the_syncfs_reports_is_found_file_by_file(tmp_path: Path, monke
 def test_without_syncfs_each_file_is_fsynced_then_the_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     calls = Calls()
     monkeypatch.setattr(delivery_module, "os", calls)
-    monkeypatch.setattr(delivery_module, "_SYNCFS", None)
+    monkeypatch.setattr(delivery_module, "SYNCFS", None)
     maildir = MaildirDelivery(tmp_path)
     assert maildir.stage([(f"n{i}", b"x\n") for i in range(3)]) == [None] * 3
     assert len(calls.fsynced) == 3 + 1

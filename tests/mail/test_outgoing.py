@@ -22,7 +22,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pbmserv_terrace.config import load_config
-from pbmserv_terrace.mail.delivery import MaildirDelivery, SmtpDelivery, _transmit
+from pbmserv_terrace.mail.delivery import MaildirDelivery, SmtpDelivery, transmit
 from pbmserv_terrace.mail.message import COMPAT32, Outgoing, build_message, message_bytes, smtp_data
 from pbmserv_terrace.testing.postgres import free_port
 
@@ -230,7 +230,7 @@ def test_smtp_sends_a_reply_as_sendmail_would_and_maps_refusals_the_same() -> No
 
     async def refused(client: aiosmtplib.SMTP) -> BaseException:
         try:
-            await _transmit(client, out, "ann@x.test")
+            await transmit(client, out, "ann@x.test")
         except Exception as exc:
             return exc
         raise AssertionError("not refused")
@@ -240,7 +240,7 @@ def test_smtp_sends_a_reply_as_sendmail_would_and_maps_refusals_the_same() -> No
         async def run() -> None:
             client = aiosmtplib.SMTP(hostname="127.0.0.1", port=port)
             await client.connect()
-            await _transmit(client, out, "ann@x.test")
+            await transmit(client, out, "ann@x.test")
             await client.sendmail("pbm@srv.test", ["ann@x.test"], out.data)
             ours, theirs = answers.received
             assert ours == theirs  # sender, recipients, MAIL options (SIZE), bytes
@@ -260,7 +260,7 @@ def test_smtp_sends_a_reply_as_sendmail_would_and_maps_refusals_the_same() -> No
             assert answers.commands[-2:] == ["DATA", "RSET"]
 
             answers.data = ""
-            await _transmit(client, out, "ann@x.test")  # the connection goes on
+            await transmit(client, out, "ann@x.test")  # the connection goes on
             assert answers.received[-1] == ours
             await client.quit()
 

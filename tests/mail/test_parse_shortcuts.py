@@ -11,7 +11,7 @@ from email.utils import getaddresses, parseaddr
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from pbmserv_terrace.mail.message import _decode_header, _getaddresses, _parseaddr
+from pbmserv_terrace.mail.message import decode_header_value, parse_address, parse_addresses
 
 from .addresses import values
 
@@ -26,7 +26,7 @@ VALUES = values(12)
 @example(".a@x")
 @example("")
 def test_parseaddr(value: str) -> None:
-    assert _parseaddr(value) == parseaddr(value)
+    assert parse_address(value) == parseaddr(value)
 
 
 @given(st.lists(VALUES, max_size=4))
@@ -35,7 +35,7 @@ def test_parseaddr(value: str) -> None:
 @example(["pbm@srv.test", "<ann@x.test"])
 @example(['"pbm@srv.test', 'ann@x.test"'])
 def test_getaddresses(values: list[str]) -> None:
-    assert _getaddresses(values) == getaddresses(values)
+    assert parse_addresses(values) == getaddresses(values)
 
 
 @given(st.text(max_size=40) | VALUES)
@@ -48,4 +48,4 @@ def test_decode_header(value: str) -> None:
         theirs = str(make_header(decode_header(value)))
     except Exception:
         theirs = value
-    assert _decode_header(value) == theirs
+    assert decode_header_value(value) == theirs

@@ -9,10 +9,12 @@ import asyncio
 from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
+from typing import cast
 
 import pytest
 
-from pbmserv_terrace.mail.imap import ImapMailbox
+from pbmserv_terrace.config import load_config
+from pbmserv_terrace.mail.imap import ImapMailbox, MailSink
 from pbmserv_terrace.testing.dovecot import DovecotServer, LmtpRelay
 
 from ..mailservers import PLAYERS, SERVER, Players, ServeProcess, addr, body
@@ -41,9 +43,9 @@ class Recorder:
 )
 def test_filing_commands_follow_the_capabilities(caps: set[str], last: tuple[str, ...] | None) -> None:
     client = Recorder(caps)
-    inbound = ImapMailbox.__new__(ImapMailbox)
-    inbound.lost, inbound.dates = asyncio.Event(), {}
-    asyncio.run(inbound._file(client, [4, 9], "processed"))  # type: ignore[arg-type,unused-ignore]
+    config = load_config(None, {"PBMSERV_ADDRESS": SERVER})
+    inbound = ImapMailbox(config, cast(MailSink, None))
+    asyncio.run(inbound.file(client, [4, 9], "processed"))  # type: ignore[arg-type,unused-ignore]
     assert client.calls[0] == ("UID", "store", "4,9", "+FLAGS.SILENT", r"(\Seen)")
     if last is None:
         assert client.calls[1:] == [("UID", "move", "4,9", "processed")]

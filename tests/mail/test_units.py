@@ -9,11 +9,10 @@ import email
 import email.policy
 from datetime import datetime
 from email.message import Message
-from types import SimpleNamespace
 
 import pytest
 
-from pbmserv_terrace.mail.imap import ImapError, ImapMailbox
+from pbmserv_terrace.mail.imap import ImapError, searched_uids, until_lost
 from pbmserv_terrace.mail.message import build_message
 
 
@@ -71,28 +70,18 @@ def test_no_header_injection_through_any_value():
 def test_uid_search_reading_ignores_untagged_news():
     lines = [b"57 EXISTS", b"3 EXPUNGE", b"2 4 9", b"1 RECENT", b"Search completed (0.001 + 0.000 secs)."]
 
-    class Client:
-        async def uid_search(self, *_: object) -> SimpleNamespace:
-            return SimpleNamespace(result="OK", lines=lines)
-
-    async def both() -> tuple[list[int], list[int]]:
-        inbound = ImapMailbox.__new__(ImapMailbox)
-        inbound.lost = asyncio.Event()
-        first = await inbound._uids(Client())  # type: ignore[arg-type]
-        lines[2] = b"SEARCH 5 6"
-        return first, await inbound._uids(Client())  # type: ignore[arg-type]
-
-    assert asyncio.run(both()) == ([2, 4, 9], [5, 6])
+    first = searched_uids(lines)
+    lines[2] = b"SEARCH 5 6"
+    assert (first, searched_uids(lines)) == ([2, 4, 9], [5, 6])
 
 
 def test_imap_command_fails_at_once_when_the_connection_drops():
     async def run() -> str:
-        inbound = ImapMailbox.__new__(ImapMailbox)
-        inbound.lost = asyncio.Event()
+        lost = asyncio.Event()
         never = asyncio.get_running_loop().create_future()  # aioimaplib's command, left waiting
-        asyncio.get_running_loop().call_later(0.05, inbound.lost.set)
+        asyncio.get_running_loop().call_later(0.05, lost.set)
         try:
-            await asyncio.wait_for(inbound._do(never, "NOOP"), 5)
+            await asyncio.wait_for(until_lost(never, "NOOP", lost), 5)
         except ImapError as exc:
             assert never.cancelled()
             return str(exc)
