@@ -9,6 +9,7 @@ would offer it with its own ratings, as Terrace6x6 does.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -40,10 +41,18 @@ from ..games.breakthrough import (
     start,
 )
 from ..games.breakthrough.picture import FILL, SIZE
+from ..games.breakthrough.robot import example_move as safe_example
 from .base import Outcome
 
 COLOUR_NAMES = {WHITE: "white", BLACK: "black"}
 """the pawns' colours in words, for the board mail's list of players"""
+
+
+@functools.lru_cache(maxsize=1024)
+def _example_move(pos: Position) -> str:
+    """(cached by position: a board mail asks for its board's example several times)"""
+    move = safe_example(pos)
+    return example_move(pos) if move is None else format_move(pos, move)
 
 
 @dataclass(frozen=True)
@@ -101,8 +110,9 @@ class BreakthroughRules:
         return material(pos)
 
     def example_move(self, pos: Position) -> str:
-        """A legal move of the side to move (``d2-d3`` at the start)."""
-        return example_move(pos)
+        """A legal move of the side to move (``d2-d3`` at the start), one that does
+        not lose at once when another move does not."""
+        return _example_move(pos)
 
     def robot_move(self, text: str, level: int, ply: int, history: Sequence[str] = ()) -> tuple[str, str]:
         """The robot's move in the position ``text`` and its comment, deterministic

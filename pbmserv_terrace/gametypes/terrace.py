@@ -14,7 +14,6 @@ from ..games.terrace import (
     format_move,
     format_tpn,
     geometry,
-    goal_square,
     looks_like_move,
     parse_move,
     parse_tpn,
@@ -23,6 +22,7 @@ from ..games.terrace import (
     variant_for_players,
 )
 from ..games.terrace.engine import accepts_draw, choose_move, describe
+from ..games.terrace.example import example_move
 from ..games.terrace.perft import perft
 from ..games.terrace.picture import ARMY_COLOUR_NAME, ARMY_FILL, WIDTH, mail_png, page_svg, picture_alt
 from ..games.terrace.pieces import piece_text
@@ -40,24 +40,10 @@ def _load(text: str, size: int) -> Position:
 def _example_move(pos: Position) -> str:
     """(cached by position object: a board mail asks for its board's example
     several times, and positions are shared through :func:`_load`)"""
-    moves = pos.legal_moves()
-    if not moves:
+    move = example_move(pos)
+    if move is None:
         return "d2-e3"
-    geo, n = pos.geo, pos.geo.n
-    dist = _goal_distances(n, pos.to_move)
-    # a one-square move reads best as an example; then the one that gains most
-    # towards the goal corner, the one that ends nearest it, the first by name
-    best: tuple[bool, int, int] | None = None
-    ties: list[Move] = []
-    for m in moves:
-        frm, to = m.frm, m.to
-        rank = (max(abs(frm % n - to % n), abs(frm // n - to // n)) > 1, dist[to] - dist[frm], dist[to])
-        if best is None or rank < best:
-            best, ties = rank, [m]
-        elif rank == best:
-            ties.append(m)
-    move = min(ties, key=lambda m: (geo.name(m.frm), geo.name(m.to)))
-    return f"{geo.name(move.frm)}-{geo.name(move.to)}"
+    return f"{pos.geo.name(move.frm)}-{pos.geo.name(move.to)}"
 
 
 def height_map(n: int) -> str:
@@ -66,13 +52,6 @@ def height_map(n: int) -> str:
     geo = geometry(n)
     rows = [f"  {y + 1} | " + " ".join(str(geo.height[y * n + x]) for x in range(n)) for y in reversed(range(n))]
     return "\n".join([*rows, "      " + " ".join("abcdefgh"[:n])])
-
-
-@functools.cache
-def _goal_distances(n: int, army: int) -> tuple[int, ...]:
-    """Per square, the king-move distance to ``army``'s goal corner."""
-    gx, gy = divmod(goal_square(n, army), n)[::-1]
-    return tuple(max(abs(sq % n - gx), abs(sq // n - gy)) for sq in range(n * n))
 
 
 @dataclass(frozen=True)
@@ -123,8 +102,9 @@ class TerraceRules:
 
     def example_move(self, pos: Position) -> str:
         """A move that is legal for the army to move, for hints: one that brings a
-        piece nearest its goal corner (``d2-e3`` at the long start), or ``d2-e3``
-        when the army has no move."""
+        piece nearest its goal corner (``d2-e3`` at the long start) and does not
+        lose at once when another move does not (:mod:`..games.terrace.example`),
+        or ``d2-e3`` when the army has no move."""
         return _example_move(pos)
 
     def robot_move(self, text: str, level: int, ply: int, history: Sequence[str] = ()) -> tuple[str, str]:

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from functools import cache
 
 from ..verdict import robot_verdict
+from .notation import format_move
 from .position import BLACK, WHITE, Move, Position, bits, forward, geometry, other, targets
 
 WIN = 100_000
@@ -277,3 +278,55 @@ def accepts_draw(pos: Position, army: int, level: int = 1, seed: int | str = 0) 
     result = analyse(pos, level, seed)
     score = result.score if pos.to_move == army else -result.score
     return score < -DRAW_MARGIN
+
+
+def loses_at_once(pos: Position, move: Move) -> bool:
+    """Whether ``move`` (legal in ``pos``) hands the game away: afterwards the
+    opponent has a reply that wins (a pawn onto the goal row, the mover's last
+    pawn taken, the mover left without a move).  A move that wins does not."""
+    mover, n = pos.to_move, pos.n
+    after = pos.play(move)
+    outcome = after.outcome()
+    if outcome is not None:
+        return outcome.winner != mover
+    enemy = other(mover)
+    mine, theirs = after.pawns(mover), after.pawns(enemy)
+    if theirs & tables(n).near_goal[enemy]:
+        return True  # (a pawn there always has a diagonal step onto the goal row)
+    straight, left, right = targets(n, mine, theirs, mover)
+    step = forward(mover, n)
+    movers = _sources(straight, step) | _sources(left, step - 1) | _sources(right, step + 1)
+    if movers.bit_count() >= 3:
+        return False  # (one reply takes one pawn and blocks one straight step at most)
+    for frm, to in after.legal_moves():
+        left_over = mine & ~(1 << to)
+        if not left_over or not any(targets(n, left_over, theirs ^ (1 << frm) | (1 << to), mover)):
+            return True
+    return False
+
+
+def _sources(mask: int, back: int) -> int:
+    """The squares the steps onto ``mask`` start from (``to - back``)."""
+    return mask >> back if back >= 0 else mask << -back
+
+
+def reading_order(pos: Position) -> list[Move]:
+    """The legal moves, best example first (as :func:`.notation.example_move`
+    ranks them): a straight step before a diagonal one before a capture, the most
+    central file first, then by their text."""
+    n = pos.n
+
+    def rank(m: Move) -> tuple[bool, bool, float, str]:
+        return pos.is_capture(m), m.frm % n != m.to % n, abs(m.frm % n - (n - 1) / 2), format_move(pos, m)
+
+    return sorted(pos.legal_moves(), key=rank)
+
+
+def example_move(pos: Position) -> Move | None:
+    """A reply's example move: the first in :func:`reading_order` that does not
+    :func:`lose at once <loses_at_once>`, else the first of all (None: no move)."""
+    moves = reading_order(pos)
+    for move in moves:
+        if not loses_at_once(pos, move):
+            return move
+    return moves[0] if moves else None

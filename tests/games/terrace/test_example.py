@@ -1,0 +1,105 @@
+"""The board mail's example move never throws the game away when another move
+does not (issue 38 item 6: on board 106 the footer's 'e.g. a1-b2' walked the T
+into ``C-c3-b2:T``), and stays cheap."""
+
+from __future__ import annotations
+
+import random
+import time
+
+import pytest
+
+from pbmserv_terrace.games.terrace import Move, Position, parse_tpn, start_position
+from pbmserv_terrace.games.terrace.setups import VARIANTS
+from pbmserv_terrace.gametypes import board_rules
+
+
+def hands_over(pos: Position, move: Move) -> bool:
+    """Brute force, by the rule text alone: after ``move`` the mover's T is gone,
+    or some other army, were it to move now, has a move that takes that T or
+    wins (its T onto its goal); a game the move ends in the mover's favour or
+    drawn is not handed over."""
+    army = pos.to_move
+    after = pos.play(move)
+    if army not in after.armies():
+        return True
+    outcome = after.outcome()
+    if outcome is not None:
+        return outcome.winner not in (army, None)
+    t = after.t_square(army)
+    for other in after.armies():
+        if other == army:
+            continue
+        them = after.with_turn(other)
+        for reply in them.legal_moves():
+            if reply.to == t:
+                return True
+            won = them.play(reply).outcome()
+            if won is not None and won.winner == other:
+                return True
+    return False
+
+
+def example(pos: Position) -> Move:
+    rules = board_rules("terrace" if pos.n == 8 else "terrace6x6")
+    return rules.parse_move(pos, rules.example_move(pos))
+
+
+def test_board_106_the_t_is_not_walked_into_a_capture():
+    # army 1's t on a1 and a b on h1; army 2's C on c3 takes on b2: a1-b2 (the
+    # old example, first by name among the equal steps) loses the T at once
+    pos = parse_tpn("7T/8/8/8/8/2C5/8/t6b 1")
+    assert hands_over(pos, Move(0, 9))
+    assert board_rules("terrace").example_move(pos) == "h1-h2"
+
+
+def test_an_unavoidable_loss_still_gets_an_example():
+    # army 2's T on a2 steps onto a1 unless army 1 takes it, and nothing can (found
+    # by a random playout)
+    pos = parse_tpn("8/1B6/3C4/7C/2B3D1/7c/Td6/4c2t 1")
+    assert all(hands_over(pos, m) for m in pos.legal_moves())
+    assert example(pos) in pos.legal_moves()
+
+
+def test_the_start_examples_stay():
+    assert board_rules("terrace").example_move(start_position("long")) == "b2-c3"
+    assert board_rules("terrace6x6").example_move(start_position("long", 6)) == "b2-c3"
+
+
+@pytest.mark.parametrize("n", [8, 6])
+def test_random_playouts_the_example_is_safe_whenever_a_safe_move_exists(n: int) -> None:
+    rng = random.Random(38 + n)
+    seen = unsafe = 0
+    for game in range(60):
+        pos = start_position(VARIANTS[game % len(VARIANTS)], n)
+        for _ in range(rng.randrange(10, 90)):
+            moves = pos.legal_moves()
+            if not moves:
+                break
+            chosen = example(pos)
+            assert chosen in moves
+            seen += 1
+            if hands_over(pos, chosen):
+                unsafe += 1
+                assert all(hands_over(pos, m) for m in moves), f"{pos!r}: the example loses at once, another move does not"
+            pos = pos.play(rng.choice(moves))
+    assert seen > 1500 and unsafe < seen // 10
+
+
+def test_the_example_costs_well_under_a_few_ms():
+    rng = random.Random(5)
+    positions: list[Position] = []
+    for game in range(30):
+        pos = start_position(VARIANTS[game % len(VARIANTS)])
+        for _ in range(rng.randrange(10, 70)):
+            moves = pos.legal_moves()
+            if not moves:
+                break
+            pos = pos.play(rng.choice(moves))
+            positions.append(pos.copy())  # (fresh objects: no cached legal moves, no cached example)
+    rules = board_rules("terrace")
+    started = time.perf_counter()
+    for pos in positions:
+        rules.example_move(pos)
+    mean = (time.perf_counter() - started) / len(positions)
+    assert mean < 0.002, f"{mean * 1000:.2f} ms per example"
