@@ -93,3 +93,60 @@ def test_board_png_writes_the_picture_and_refuses_bad_input(tmp_path):
     assert image.format == "PNG" and image.width >= 560
     bad = run("board", "--png", str(tmp_path / "c.png"), setup_tpn("long"), "--last-move", "d2-a8")
     assert bad.returncode == 2 and "error:" in bad.stderr and not (tmp_path / "c.png").exists()
+
+
+def _maildir_file(folder, name: str, subject: str, mtime_ns: int, body: str = "hello") -> None:
+    """One mail in ``folder``'s new/ (every Date the same second, as the server's replies of one batch)."""
+    import os
+
+    (folder / "new").mkdir(parents=True, exist_ok=True)
+    path = folder / "new" / name
+    path.write_text(f"From: pbmserv@club.test\nTo: ben@x.test\nDate: Tue, 04 Mar 2025 10:00:00 +0000\n"
+                    f"Subject: {subject}\n\n{body}\n")  # fmt: skip
+    os.utime(path, ns=(mtime_ns, mtime_ns))
+
+
+def test_inbox_prints_the_mails_in_order_of_arrival(tmp_path):
+    # issue 38 item 14: 'robot1 rejects the draw offer' came before 'ben proposes a
+    # draw'; the names hold the time of delivery to the µs (the server's and Python's
+    # mailbox's), the mtimes here go the other way, every Date is the same second
+    import os
+
+    folder = tmp_path / "maildirs" / "ben@x.test"
+    base = 1741082400_000_000_000
+    headlines = ["ben proposes a draw", "robot1 rejects the draw offer", "ben played d2-e3", "robot1 played D-e7-d6"]
+    names = ["1741082400.M000101X9f3e.pbmserv", "1741082400.M000102X0a1b.pbmserv",
+             "1741082400.M090000P77Q2.host", "1741082400.M090000P77Q10.host"]  # fmt: skip
+    for i, (name, headline) in enumerate(zip(names, headlines, strict=True)):
+        _maildir_file(folder, name, f"pbmserv: Board 101: {headline}", base + (10 - i) * 1000)
+    # a reply of the same µs: its mtime decides; a name of no known form: its mtime
+    _maildir_file(folder, "1741082401.M000005Xffff.pbmserv", "pbmserv: Board 101: fifth", base + 2_000_000_000)
+    _maildir_file(folder, "1741082401.M000005X0000.pbmserv", "pbmserv: Board 101: sixth", base + 2_000_000_001)
+    _maildir_file(folder, "odd-name", "pbmserv: Board 101: seventh", base + 1_000_001_000)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PBMSERV_")}
+    out = subprocess.run([sys.executable, "-m", "pbmserv_terrace", "inbox", "ben@x.test"], capture_output=True, text=True,
+                         cwd=tmp_path, env=env, timeout=120)  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    subjects = [line.split(": ", 3)[-1] for line in out.stdout.splitlines() if line.startswith("Subject:")]
+    assert subjects == [*headlines, "seventh", "fifth", "sixth"]
+    last = subprocess.run([sys.executable, "-m", "pbmserv_terrace", "inbox", "ben@x.test", "--last", "1"],
+                          capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120)  # fmt: skip
+    assert "Subject: pbmserv: Board 101: sixth" in last.stdout and "fifth" not in last.stdout
+
+
+def test_inbox_into_a_pipe_closed_early_ends_quietly(tmp_path):
+    # issue 38 item 14: `inbox ... | head` ended with a BrokenPipeError traceback
+    import os
+
+    folder = tmp_path / "maildirs" / "ben@x.test"
+    for i in range(200):
+        _maildir_file(folder, f"1741082400.M{i:06d}Xab.pbmserv", f"mail {i}", 1741082400_000_000_000 + i, "x" * 2000)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PBMSERV_")}
+    proc = subprocess.Popen([sys.executable, "-m", "pbmserv_terrace", "inbox", "ben@x.test"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, cwd=tmp_path, env=env)  # fmt: skip
+    assert proc.stdout is not None and proc.stderr is not None
+    assert proc.stdout.readline().startswith(b"From: ")  # what head -1 reads
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 0, err
+    assert "Traceback" not in err and "BrokenPipe" not in err and "Exception ignored" not in err, err

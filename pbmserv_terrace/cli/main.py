@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import select
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -18,7 +19,7 @@ from ..gametypes import DEFAULT_GAME_TYPE, GAME_TYPES, board_game_of, board_game
 from ..lifecycle import setup_logging
 from ..mail.message import with_envelope_recipients
 from ..store import Database
-from . import admin, oauth2, serve, web
+from . import admin, inbox, oauth2, serve, web
 from .common import CliError, config_from_args
 
 Handler = Callable[[argparse.Namespace], int]
@@ -145,6 +146,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(handler=_cmd_handle)
 
     serve.register(sub)
+    inbox.register(sub)  # (after serve's: inbox reads in order of arrival)
     admin.register(sub)
     oauth2.register(sub)
     web.register(sub)
@@ -157,7 +159,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     setup_logging()
     handler: Handler = args.handler
     try:
-        return handler(args)
+        status = handler(args)
+        sys.stdout.flush()  # (here, not at exit: a closed pipe is then caught below)
     except (UsageError, CliError) as exc:
         print(f"pbmserv-terrace: error: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        if not _stdout_closed():
+            raise
+        # the reader of our output went away (``inbox ... | head``): stop quietly, as
+        # Unix tools do; what is still buffered goes nowhere (the Python docs' way)
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
+    return status
+
+
+def _stdout_closed() -> bool:
+    """Whether standard output is a pipe whose reader has gone (poll says POLLERR),
+    so that a BrokenPipeError of anything else (a socket) is not taken for it."""
+    try:
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), select.POLLOUT)
+        return any(events & select.POLLERR for _, events in poller.poll(0))
+    except (OSError, ValueError):
+        return False
