@@ -37,7 +37,7 @@ from concurrent.futures import ProcessPoolExecutor
 from ..lifecycle import pool_worker
 from ..service import HandleResult, Service
 from ..service.hints import HINT_SECONDS, desk_of, solve
-from ..service.robots import HintTurn, RobotTurn, think
+from ..service.robots import HintTurn, RobotTurn, think, to_say
 
 ROBOT_NICE = 5
 """the engine workers' niceness: a robot's move or a hint waits for the CPU while
@@ -64,7 +64,7 @@ async def play_inline(service: Service, turns: Iterable[RobotTurn]) -> list[Hand
                     continue
             else:
                 move, comment = think(turn.game_type, turn.tpn, turn.level, turn.ply, turn.history)
-                result = await service.robot_move(turn, move, comment)
+                result = await service.robot_move(turn, move, to_say(turn, comment))
         except Exception:
             log.exception(
                 "robot %s on %s %d: the move failed; it is made at the next chance", turn.userid, turn.game_type, turn.board
@@ -185,7 +185,7 @@ class RobotPlayer:
                     self.on_replies()
                 continue
             move, comment = await loop.run_in_executor(pool, think, turn.game_type, turn.tpn, turn.level, turn.ply, turn.history)
-            result = await self.service.robot_move(turn, move, comment)
+            result = await self.service.robot_move(turn, move, to_say(turn, comment))
             log.info("%s", result.log_line())
             if result.status == "error":
                 self.failed.add((turn.game_type, turn.board, turn.ply))

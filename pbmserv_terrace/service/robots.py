@@ -61,6 +61,9 @@ class RobotTurn:
     history: tuple[str, ...] = ()
     """the game's earlier positions (TPN, oldest first) that the current one could
     repeat: the engine scores a return to one of them as a draw"""
+    said: str = ""
+    """the robot's comment on its last move, while it is still the board's last
+    comment (:func:`said_last`): the same words again are not said (:func:`to_say`)"""
 
     @property
     def key(self) -> tuple[str, int]:
@@ -145,7 +148,24 @@ def turn_of(game: Game) -> RobotTurn | None:
     seat = robot_to_move(game)
     if seat is None or seat.user.robot_level is None:
         return None
-    return RobotTurn(game.game_type, game.board_number, game.ply, game.position, seat.user.robot_level, seat.user.userid)
+    userid = seat.user.userid
+    return RobotTurn(game.game_type, game.board_number, game.ply, game.position, seat.user.robot_level, userid,
+                     said=said_last(game, userid))  # fmt: skip
+
+
+def said_last(game: Game, userid: str) -> str:
+    """What ``userid`` wrote on ``game`` last, if it is the board's last comment
+    (a move without a comment leaves the board's comment as it was)."""
+    head, _, text = (game.comment or "").partition("\n")
+    return text if head == f"{userid} writes:" else ""
+
+
+def to_say(turn: RobotTurn, comment: str) -> str:
+    """The robot's comment on its move: ``comment`` (its view of the game, from
+    :func:`think`), or nothing when that is what it said on its last move and
+    nobody has written since (issue 38: 'robot1 thinks the game is level' eight
+    times in one game).  Its view is said again when it changes."""
+    return "" if turn.said and comment.strip() == turn.said.strip() else comment
 
 
 GAMES_CHANGED = "robot_games_changed"
@@ -280,7 +300,9 @@ __all__ = [
     "robot_to_move",
     "robot_turn_on",
     "robot_turns",
+    "said_last",
     "think",
+    "to_say",
     "turn_of",
     "watch_games",
 ]
