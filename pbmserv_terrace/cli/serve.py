@@ -117,11 +117,19 @@ def newest_mail(cfg: Config, address: str) -> mailbox.MaildirMessage:
     folder = MaildirDelivery(cfg.embedded.maildir_root).folder(address)
     if not folder.exists():
         raise CliError(f"no mail for {address} yet ({folder} does not exist): nothing to reply to")
-    box = mailbox.Maildir(folder, create=False)
-    messages = sorted(box, key=lambda m: (m.get_date(), str(m["Date"])))
+    messages = in_order(mailbox.Maildir(folder, create=False))
     if not messages:
         raise CliError(f"no mail for {address} yet: nothing to reply to")
     return messages[-1]
+
+
+def in_order(box: mailbox.Maildir) -> list[mailbox.MaildirMessage]:
+    """A Maildir's mails, oldest first, by file name: the server names each reply
+    by the time it was queued, to the microsecond (``mail.delivery.maildir_name``),
+    as Maildir names start with the delivery's second.  Neither the files' times
+    (written together, a claim's files share one) nor the Date headers (to the
+    second) tell apart two replies queued together."""
+    return [box[key] for key in sorted(box.keys())]
 
 
 def mail_text(msg: Message) -> str:
@@ -137,8 +145,7 @@ def cmd_inbox(args: argparse.Namespace) -> int:
     folder = MaildirDelivery(cfg.embedded.maildir_root).folder(args.address)
     if not folder.exists():
         raise CliError(f"no mail for {args.address} yet ({folder} does not exist)")
-    box = mailbox.Maildir(folder, create=False)
-    messages = sorted(box, key=lambda m: m.get_date())
+    messages = in_order(mailbox.Maildir(folder, create=False))
     if args.last:
         messages = messages[-args.last :]
     for i, msg in enumerate(messages):

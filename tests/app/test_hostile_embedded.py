@@ -53,7 +53,8 @@ class Embedded:
         folder = MaildirDelivery(str(self.workdir / "maildirs")).folder(address)
         if not folder.exists():
             return []
-        return sorted(mailbox.Maildir(folder, create=False), key=lambda m: str(m["Date"]))
+        box = mailbox.Maildir(folder, create=False)
+        return [box[key] for key in sorted(box.keys())]  # by name: the time each reply was queued
 
     def wait(self, address: str, count: int, timeout: float = 60.0) -> list[Message]:
         deadline = time.time() + timeout

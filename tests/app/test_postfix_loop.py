@@ -246,8 +246,8 @@ def test_the_whole_loop_through_postfix_and_dovecot(dovecot: DovecotServer, post
 def _run(loop: Loop, serve: Serve, postfix: PostfixServer, dovecot: DovecotServer, report: list[str]) -> None:
     # ------------------------------------------------------ setup and the game
     setup = loop.signup(PLAYERS)
-    # one challenge after pw-after the other: the two mails pass Postfix in either order, and the
-    # boards are numbered in the order the server reads them (ann and ben get 101)
+    # one challenge after the other: sent together, the two mails would pass Postfix in either
+    # order and the boards be numbered in the order the server reads them (ann and ben get 101)
     setup.append(loop.send("ann", "terrace challenge ann pw-ann ben"))
     loop.wait_answered(setup, 60)
     setup.append(loop.send("cat", "terrace challenge cat pw-cat dan"))

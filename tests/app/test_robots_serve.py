@@ -51,9 +51,11 @@ def choose(pos: Position, rng: random.Random) -> Move:
 
 
 def newest_text(root: Path, address: str) -> str:
-    """The text part of the newest mail in ``address``'s local Maildir ('' if none)."""
+    """The text part of the newest mail in ``address``'s local Maildir ('' if none):
+    the last by file name, which the server makes from the time it queued the
+    reply, to the microsecond (the files' times tie for replies written together)."""
     folder = root / "maildirs" / address
-    files = sorted(folder.glob("*/*"), key=lambda p: p.stat().st_mtime_ns) if folder.exists() else []
+    files = sorted(folder.glob("*/*"), key=lambda p: p.name) if folder.exists() else []
     if not files:
         return ""
     msg = email.message_from_bytes(files[-1].read_bytes(), policy=email.policy.default)
