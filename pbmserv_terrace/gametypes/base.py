@@ -24,7 +24,7 @@ import datetime
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, TypeVar, cast
 
 Family = Literal["board", "solitaire"]
 
@@ -34,8 +34,11 @@ class IllegalMoveError(ValueError):
 
 
 class Outcome(Protocol):
-    winner: int | None
-    reason: str
+    @property
+    def winner(self) -> int | None: ...
+
+    @property
+    def reason(self) -> str: ...
 
 
 class BoardPosition(Protocol):
@@ -44,9 +47,13 @@ class BoardPosition(Protocol):
     @property
     def to_move(self) -> int: ...
 
-    def armies(self) -> Any: ...
+    def armies(self) -> Sequence[int]:
+        """The armies still on the board, in turn order."""
+        ...
 
-    def without_army(self, army: int) -> Any: ...
+    def without_army(self, army: int) -> BoardPosition:
+        """The position with ``army`` gone (its player resigned or forfeited)."""
+        ...
 
     def outcome(self) -> Outcome | None: ...
 
@@ -57,48 +64,66 @@ class BoardPosition(Protocol):
         ...
 
 
-class BoardRules(Protocol):
-    """The rules of a turn-based board game for 2–4 players."""
+P = TypeVar("P", bound=BoardPosition)
+"""a board game's position type (Terrace's ``Position`` …)"""
+M = TypeVar("M")
+"""a board game's move type (what its ``parse_move`` makes and its ``play`` takes)"""
+S = TypeVar("S")
+"""a solitaire's state type"""
 
-    size: int
-    """board edge in squares (for pictures and the web)"""
-    move_forms: str
-    """how a move is written, for error replies"""
-    two_player_setups: tuple[str, ...]
-    """the setups a two-player challenge may name (``-long`` …); the first is the default"""
+
+class BoardRules(Protocol[P, M]):
+    """The rules of a turn-based board game for 2–4 players, over its own position
+    type ``P`` and move type ``M`` (each adapter says which: ``TerraceRules`` is a
+    ``BoardRules[Position, Move]``, checked by mypy where the game table is built)."""
+
+    @property
+    def size(self) -> int:
+        """board edge in squares (for pictures and the web)"""
+        ...
+
+    @property
+    def move_forms(self) -> str:
+        """how a move is written, for error replies"""
+        ...
+
+    @property
+    def two_player_setups(self) -> tuple[str, ...]:
+        """the setups a two-player challenge may name (``-long`` …); the first is the default"""
+        ...
 
     def setup_for(self, players: int, setup: str | None) -> str:
         """The setup a challenge of ``players`` plays (ValueError with a sentence)."""
         ...
 
-    def start(self, setup: str) -> Any:
+    def start(self, setup: str) -> P:
         """The start position of ``setup``."""
         ...
 
-    def load(self, text: str) -> Any:
+    def load(self, text: str) -> P:
         """A stored position string → position."""
         ...
 
-    def dump(self, pos: Any) -> str:
+    def dump(self, pos: P) -> str:
         """A position → its stored string (at most 200 characters)."""
         ...
 
-    def parse_move(self, pos: Any, text: str) -> Any:
+    def parse_move(self, pos: P, text: str) -> M:
         """``text`` as a legal move in ``pos``; :class:`IllegalMoveError` (or a subclass
         of ValueError) with a sentence when it is not."""
         ...
 
-    def format_move(self, pos: Any, move: Any) -> str:
+    def format_move(self, pos: P, move: M) -> str:
         """The canonical text of ``move`` in ``pos``."""
         ...
 
-    def play(self, pos: Any, move: Any) -> Any: ...
+    def play(self, pos: P, move: M) -> P: ...
 
     def looks_like_move(self, text: str) -> bool:
         """``text`` has the shape of a move (without a position to check it on)."""
         ...
 
-    def board_text(self, pos: Any) -> str:
+    def board_text(self, pos: P) -> str:
         """The position as ASCII for a mail."""
         ...
 
@@ -106,11 +131,11 @@ class BoardRules(Protocol):
         """How army ``army``'s pieces are written, for the status line."""
         ...
 
-    def material(self, pos: Any) -> int:
+    def material(self, pos: P) -> int:
         """A count that never grows during a game (a repetition needs equal counts)."""
         ...
 
-    def example_move(self, pos: Any) -> str:
+    def example_move(self, pos: P) -> str:
         """A legal move of the side to move, for the reply hint."""
         ...
 
@@ -119,30 +144,32 @@ class BoardRules(Protocol):
         a worker process: strings in and out)."""
         ...
 
-    def robot_accepts_draw(self, pos: Any, army: int, level: int, ply: int) -> bool: ...
+    def robot_accepts_draw(self, pos: P, army: int, level: int, ply: int) -> bool: ...
 
-    picture_width: int
-    """CSS pixels the board mail's picture is shown at (the PNG has twice as many)"""
+    @property
+    def picture_width(self) -> int:
+        """CSS pixels the board mail's picture is shown at (the PNG has twice as many)"""
+        ...
 
     def help_values(self) -> dict[str, object]:
         """What the game's help template shows besides the server's facts (its ASCII
         start board …)."""
         ...
 
-    def perft(self, pos: Any, depth: int) -> int:
+    def perft(self, pos: P, depth: int) -> int:
         """The number of move sequences of ``depth`` plies from ``pos`` (a rules check)."""
         ...
 
-    def picture_png(self, pos: Any, last_move: str = "") -> bytes:
+    def picture_png(self, pos: P, last_move: str = "") -> bytes:
         """The board mail's picture of ``pos`` (``last_move``: the ply that led to it,
         in canonical notation as recorded, marked on the board)."""
         ...
 
-    def picture_svg(self, pos: Any, last_move: str = "") -> str:
+    def picture_svg(self, pos: P, last_move: str = "") -> str:
         """The same drawing as a standalone SVG document (the web's board pages)."""
         ...
 
-    def picture_alt(self, pos: Any) -> str:
+    def picture_alt(self, pos: P) -> str:
         """The position in words (the picture's alt text, for screen readers)."""
         ...
 
@@ -165,17 +192,27 @@ class BoardRules(Protocol):
         ...
 
 
-class SolitaireRules(Protocol):
+class SolitaireRules(Protocol[S]):
     """The rules of a one-player game played from a numbered deal."""
 
-    variants: Mapping[str, str]
-    """variant id → its name; the first is the default"""
-    max_score: int
-    move_verbs: Mapping[str, tuple[str, ...]]
-    """extra command words that are moves, and the names of the words each takes
-    (``base`` → ``("CARD",)``, ``flip`` → ``()``): ``patience base 5 U P 7h`` plays ``base 7h``"""
-    notation: str
-    """how moves are written, for error replies"""
+    @property
+    def variants(self) -> Mapping[str, str]:
+        """variant id → its name; the first is the default"""
+        ...
+
+    @property
+    def max_score(self) -> int: ...
+
+    @property
+    def move_verbs(self) -> Mapping[str, tuple[str, ...]]:
+        """extra command words that are moves, and the names of the words each takes
+        (``base`` → ``("CARD",)``, ``flip`` → ``()``): ``patience base 5 U P 7h`` plays ``base 7h``"""
+        ...
+
+    @property
+    def notation(self) -> str:
+        """how moves are written, for error replies"""
+        ...
 
     def variant(self, name: str) -> str:
         """The id of the variant called ``name`` (ValueError listing the variants)."""
@@ -189,9 +226,9 @@ class SolitaireRules(Protocol):
 
     def deal_of_the_day(self, date: datetime.date, variant: str) -> int: ...
 
-    def start(self, variant: str, deal: int) -> Any: ...
+    def start(self, variant: str, deal: int) -> S: ...
 
-    def replay(self, variant: str, deal: int, moves: Sequence[str]) -> Any:
+    def replay(self, variant: str, deal: int, moves: Sequence[str]) -> S:
         """The state after ``moves`` (already checked when they were played)."""
         ...
 
@@ -199,41 +236,41 @@ class SolitaireRules(Protocol):
         """The words of ``move N U P …`` after the password → one text per move."""
         ...
 
-    def play(self, state: Any, text: str) -> tuple[Any, str]:
+    def play(self, state: S, text: str) -> tuple[S, str]:
         """Play ``text``: the new state and the move's canonical text;
         :class:`IllegalMoveError` (a ValueError) with a sentence when illegal."""
         ...
 
-    def resign(self, state: Any) -> Any: ...
+    def resign(self, state: S) -> S: ...
 
-    def score(self, state: Any) -> int: ...
+    def score(self, state: S) -> int: ...
 
-    def ending(self, state: Any) -> str | None:
+    def ending(self, state: S) -> str | None:
         """None while the game goes on; else ``won``, ``lost``, ``stuck`` or ``resigned``."""
         ...
 
-    def next_step(self, state: Any) -> str:
+    def next_step(self, state: S) -> str:
         """One sentence: what the player can do now (or how the game ended)."""
         ...
 
-    def table_text(self, state: Any) -> str:
+    def table_text(self, state: S) -> str:
         """The whole table as ASCII, at most 72 columns."""
         ...
 
-    def picture(self, state: Any) -> bytes:
+    def picture(self, state: S) -> bytes:
         """The table as a PNG for the HTML part of a board mail (drawn when the mail is
         sent, from the state :meth:`replay` gives)."""
         ...
 
-    def picture_alt(self, state: Any) -> str:
+    def picture_alt(self, state: S) -> str:
         """The table in words, short: the picture's alt text."""
         ...
 
-    def example_move(self, state: Any) -> str | None:
+    def example_move(self, state: S) -> str | None:
         """A move the rules allow now, for the reply line (cheap; None when none)."""
         ...
 
-    def hint(self, state: Any, seconds: float) -> str | None:
+    def hint(self, state: S, seconds: float) -> str | None:
         """One good move's text, or None when the solver finds none in time."""
         ...
 
@@ -258,8 +295,11 @@ class GameType:
     title: str
     """in subjects and headings: ``Terrace Board 101``"""
     family: Family
-    rules: Any
-    """:class:`BoardRules` for ``board``, :class:`SolitaireRules` for ``solitaire``"""
+    rules: BoardRules[Any, Any] | SolitaireRules[Any]
+    """:class:`BoardRules` for ``board``, :class:`SolitaireRules` for ``solitaire``
+    (each adapter over its own position or state type: the table holds games of
+    different types, so the entry's parameters are open; the adapter modules fix
+    them, and mypy checks each adapter against the protocol here)"""
     help_topics: tuple[str, ...] = ()
     """``help TOPIC`` words that mean this game's help"""
     help_template: str = ""
@@ -273,16 +313,14 @@ class GameType:
     @property
     def board_size(self) -> int:
         """8 for terrace, 6 for terrace6x6 (board games only)."""
-        return int(self.rules.size) if self.family == "board" else 0
+        return self.board.size if self.family == "board" else 0
 
     @property
-    def board(self) -> BoardRules:
+    def board(self) -> BoardRules[Any, Any]:
         assert self.family == "board", self.name
-        rules: BoardRules = self.rules
-        return rules
+        return cast("BoardRules[Any, Any]", self.rules)
 
     @property
-    def solitaire(self) -> SolitaireRules:
+    def solitaire(self) -> SolitaireRules[Any]:
         assert self.family == "solitaire", self.name
-        rules: SolitaireRules = self.rules
-        return rules
+        return cast("SolitaireRules[Any]", self.rules)

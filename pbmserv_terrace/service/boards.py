@@ -12,6 +12,8 @@ from markupsafe import escape
 from ..commands import Command
 from ..gametypes import DEFAULT_GAME_TYPE, board_rules, game_title
 from ..gametypes.base import BoardPosition
+from ..gametypes.view import NOT_MOVES, BoardFacts, SeatFacts, player_state, position_after
+from ..gametypes.view import status_lines as view_status_lines
 from ..render import CommentView, GameView, PlayerView, move_table, render
 from ..render.html import board_html
 from ..store import Game, MoveRecord, Seat, User
@@ -19,7 +21,7 @@ from ..store.repos import Ply
 from .args import shortened
 from .context import CommandError, Ctx, Mail
 
-RESIGN, FORFEIT = "Resign", "Forfeit"
+RESIGN, FORFEIT = NOT_MOVES
 HINT_MARK = "PBMSERVREPLYHINTMARK"
 """stands for the reply hint in a board mail's HTML drawn once for every player"""
 ROUTINE_ROUNDS = 5
@@ -84,17 +86,8 @@ def require_active(game: Game) -> None:
 
 def replay(game: Game, moves: list[MoveRecord], upto: int | None = None) -> BoardPosition:
     """The position after the first ``upto`` plies (all when None)."""
-    rules = board_rules(game.game_type)
-    pos = rules.load(game.start_position)
-    for record in moves:
-        if upto is not None and record.ply > upto:
-            break
-        pos = (
-            pos.without_army(record.seat)
-            if record.move in (RESIGN, FORFEIT)
-            else rules.play(pos, rules.parse_move(pos, record.move))
-        )
-    return pos  # type: ignore[no-any-return]
+    plies = [(m.ply, m.seat, m.move) for m in moves if upto is None or m.ply <= upto]
+    return position_after(game.game_type, game.start_position, plies)  # type: ignore[no-any-return]
 
 
 # ---------------------------------------------------------------------- views
@@ -102,41 +95,37 @@ def army_letters(game_type: str, army: int) -> str:
     return board_rules(game_type).army_letters(army)
 
 
-def _named(text: str, game: Game) -> str:
-    for s in game.seats:
-        text = text.replace(f"Army {s.seat}'s T", f"{s.user.userid}'s T (army {s.seat})")
-    return text
+def facts(game: Game) -> BoardFacts:
+    """The board as the shared view (:mod:`..gametypes.view`) reads it."""
+    return BoardFacts(
+        game.game_type,
+        game.board_number,
+        game.status,
+        game.result or "",
+        game.ply,
+        tuple(SeatFacts(s.user.userid, s.seat, s.active, s.resign_pending) for s in game.seats),
+        game.winner_seat,
+        tuple(game.draw_votes or ()),
+        tuple(game.undo_votes or ()),
+    )
 
 
 def status_lines(game: Game, pos: BoardPosition, ply: int | None = None) -> list[str]:
-    """Whose turn, announcements, pending votes.  ``ply``: the plies played in the
-    position shown (a preview is ahead of the board)."""
-    if game.status == "removed":
-        return [f"This board was removed: {game.result}."]
-    if game.status != "active":
-        return [f"Game over: {game.result}."]
-    lines = []
-    mover = seat_by_army(game, pos.to_move)
-    played = game.ply if ply is None else ply
-    lines.append(
-        f"It is {mover.user.userid}'s turn (army {mover.seat}, {army_letters(game.game_type, mover.seat)}), ply {played + 1}."
-    )
-    lines += [_named(a, game) for a in pos.announcements()]
-    for kind, votes in (
-        ("A draw has been proposed", game.draw_votes),
-        ("Undoing the last ply has been requested", game.undo_votes),
-    ):
-        if votes:
-            missing = [s.user.userid for s in game.seats if s.active and s.seat not in votes]
-            lines.append(f"{kind}; still waiting for: {', '.join(missing)}.")
-            who = missing[0] if len(missing) == 1 else "USERID"
+    """Whose turn, announcements, pending votes (:func:`..gametypes.view.status_lines`),
+    and how to answer a vote by mail.  ``ply``: the plies played in the position
+    shown (fewer: a position of the past; more: a preview)."""
+    lines = view_status_lines(facts(game), pos, ply)
+    if game.status != "active" or (ply is not None and ply < game.ply):
+        return lines
+    for votes in (game.draw_votes, game.undo_votes):
+        # a robot answers by itself: the line is for the people still to answer
+        humans = [s.user.userid for s in game.seats if s.active and s.seat not in (votes or ()) and not s.user.is_robot]
+        if votes and humans:
+            who = humans[0] if len(humans) == 1 else "USERID"
             lines.append(
                 f"To answer: {game.game_type} move {game.board_number} {who} PASSWORD accept (or reject),"
                 " or reply accept or reject to your board mail."
             )
-    for s in game.seats:
-        if s.resign_pending:
-            lines.append(f"{s.user.userid} will resign on their turn.")
     return lines
 
 
@@ -158,7 +147,7 @@ async def game_view(
     if upto is not None:
         moves = [m for m in await ctx.uow.moves.of_game(game.id) if m.ply <= upto]
         pos = pos or replay(game, moves, upto)
-        status = [f"Position after ply {upto} of {game.ply}."]
+        status = status_lines(game, pos, upto)
     else:
         if last_rounds is None:
             moves = await ctx.uow.moves.of_game(game.id)
@@ -172,14 +161,8 @@ async def game_view(
     rows, omitted, width = move_table(names, plies, last_rounds=last_rounds)
     for row in rows:
         row.number += first_round
-    players = []
-    for s in game.seats:
-        state = ""
-        if game.status == "won" and game.winner_seat == s.seat:
-            state = "winner"
-        elif not s.active:
-            state = "out"
-        players.append(PlayerView(s.user.userid, s.seat, army_letters(game.game_type, s.seat), state))
+    board = facts(game)
+    players = [PlayerView(s.userid, s.seat, army_letters(game.game_type, s.seat), player_state(board, s)) for s in board.seats]
     private = []
     if viewer is not None:
         if viewer.queued_moves:

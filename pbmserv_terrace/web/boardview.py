@@ -2,9 +2,8 @@
 (no I/O): every game fact comes from its :class:`~..gametypes.BoardRules` (replaying
 its moves, its ASCII board, its picture, its armies' letters and colours).
 
-The mail service words the same facts in ``service/boards.py``, but the web may not
-import the service layer, so the status line and who plays which army are said
-here over the archive's rows.
+The replay and the status block are the mail's own (:mod:`..gametypes.view`, one
+board view for both): this module only hands it the archive's rows.
 """
 
 from __future__ import annotations
@@ -16,11 +15,9 @@ from functools import lru_cache
 from typing import Any
 
 from ..gametypes import board_rules, game_title
+from ..gametypes import view as board_view
 from ..render import move_table
 from ..store.archive import GameRow, ListedGame, MoveRow, SeatRow
-
-NOT_MOVES = ("Resign", "Forfeit")
-"""plies that remove an army instead of moving a piece (service/boards.py RESIGN, FORFEIT)"""
 
 
 @dataclass
@@ -39,18 +36,11 @@ class Frame:
 
 def frames(game: GameRow, moves: list[MoveRow]) -> Iterator[Frame]:
     """The start and the position after each ply, in order (one pass over the moves)."""
-    rules = board_rules(game.game_type)
-    pos = rules.load(game.start_position)
-    yield Frame(0, pos)
-    for record in moves:
-        last = ""
-        if record.move in NOT_MOVES:
-            pos = pos.without_army(record.seat)
-        else:
-            move = rules.parse_move(pos, record.move)
-            last = rules.format_move(pos, move)
-            pos = rules.play(pos, move)
-        yield Frame(record.ply, pos, last, record.move + (" (Auto)" if record.auto else ""), record.seat, record.played_at)
+    steps = board_view.replay(game.game_type, game.start_position, ((m.ply, m.seat, m.move) for m in moves))
+    yield Frame(0, next(steps).pos)
+    for record, step in zip(moves, steps, strict=True):
+        yield Frame(step.ply, step.pos, step.last_move, record.move + (" (Auto)" if record.auto else ""), record.seat,
+                    record.played_at)  # fmt: skip
 
 
 def replay(game: GameRow, moves: list[MoveRow], upto: int) -> Frame:
@@ -59,6 +49,21 @@ def replay(game: GameRow, moves: list[MoveRow], upto: int) -> Frame:
     for frame in frames(game, [m for m in moves if m.ply <= upto]):
         last = frame
     return last
+
+
+def facts(game: GameRow) -> board_view.BoardFacts:
+    """The archive's row as the shared board view reads it."""
+    return board_view.BoardFacts(
+        game.game_type,
+        game.board_number,
+        game.status,
+        game.result or "",
+        game.ply,
+        tuple(board_view.SeatFacts(s.userid, s.seat, s.active, s.resign_pending) for s in game.seats),
+        game.winner_seat,
+        tuple(game.draw_votes),
+        tuple(game.undo_votes),
+    )
 
 
 @dataclass
@@ -75,14 +80,9 @@ class PlayerLine:
 def players(game: GameRow, ratings: dict[str, float]) -> list[PlayerLine]:
     out = []
     rules = board_rules(game.game_type)
-    for s in game.seats:
-        state = "playing"
-        if game.status == "won" and game.winner_seat == s.seat:
-            state = "winner"
-        elif not s.active:
-            state = "out"
-        elif game.status != "active":
-            state = ""
+    board = facts(game)
+    for s in board.seats:
+        state = board_view.player_state(board, s) or ("playing" if s.active and game.status == "active" else "")
         colour, fill = rules.army_colour(s.seat)
         out.append(PlayerLine(s.userid, s.seat, rules.army_letters(s.seat), colour, fill, ratings.get(s.userid), state))
     return out
@@ -94,29 +94,7 @@ def seat_for_army(game: GameRow | ListedGame, army: int) -> SeatRow | None:
 
 def status_lines(game: GameRow, frame: Frame) -> list[str]:
     """Whose turn, the result, announcements and votes, as the mail's status block says them."""
-    if frame.ply < game.ply:
-        mover = seat_for_army(game, frame.pos.to_move)
-        return [f"Position after ply {frame.ply} of {game.ply}" + (f"; {mover.userid} to move." if mover else ".")]
-    if game.status == "removed":
-        return [f"This board was removed: {game.result}."]
-    if game.status != "active":
-        return [f"Game over: {game.result}."]
-    mover = seat_for_army(game, frame.pos.to_move)
-    letters = board_rules(game.game_type).army_letters(mover.seat) if mover else ""
-    lines = [f"It is {mover.userid}'s turn (army {mover.seat}, {letters}), ply {game.ply + 1}."] if mover else []
-    for line in frame.pos.announcements():
-        for s in game.seats:
-            line = line.replace(f"Army {s.seat}'s T", f"{s.userid}'s T (army {s.seat})")
-        lines.append(line)
-    for kind, votes in (
-        ("A draw has been proposed", game.draw_votes),
-        ("Undoing the last ply has been requested", game.undo_votes),
-    ):
-        if votes:
-            missing = [s.userid for s in game.seats if s.active and s.seat not in votes]
-            lines.append(f"{kind}; still waiting for: {', '.join(missing)}.")
-    lines += [f"{s.userid} will resign on their turn." for s in game.seats if s.resign_pending]
-    return lines
+    return board_view.status_lines(facts(game), frame.pos, frame.ply)
 
 
 @lru_cache(maxsize=8192)
