@@ -6,12 +6,11 @@ import argparse
 import asyncio
 import errno
 import json
-import mailbox
 import os
 import signal
 import sys
 import urllib.request
-from email.message import EmailMessage, Message
+from email.message import EmailMessage
 from email.utils import formatdate, make_msgid, parseaddr
 
 import aiosmtplib
@@ -25,6 +24,7 @@ from ..mail.imap import connect
 from ..store import Database
 from ..store.repos import Games, Outbox
 from .common import CliError, config_from_args
+from .inbox import cmd_inbox, mail_text, newest_mail
 from .pidfile import PID_FILE, remove_pid, running_pid, write_pid
 
 SERVE_UMASK = 0o077
@@ -78,7 +78,7 @@ def cmd_send(args: argparse.Namespace) -> int:
         # what a mail client's Reply does: to the Reply-To (else From), Re: subject,
         # In-Reply-To/References, the text on top and the original quoted below
         text = args.subject if args.body is None else f"{args.subject}\n{args.body}"
-        original = newest_mail(cfg, args.sender)
+        original = newest_mail(MaildirDelivery(cfg.embedded.maildir_root).folder(args.sender), args.sender)
         to = parseaddr(str(original["Reply-To"] or original["From"]))[1]
         subject = str(original["Subject"] or "")
         msg["To"] = to
@@ -109,55 +109,6 @@ def cmd_send(args: argparse.Namespace) -> int:
     except (OSError, aiosmtplib.SMTPException, PermanentFailure) as exc:
         raise CliError(f"could not hand the mail to {host}:{port}: {exc} (is `pbmserv-terrace serve` running?)") from None
     print(f"sent to {recipient} via {host}:{port}: {shown}")
-    return 0
-
-
-def newest_mail(cfg: Config, address: str) -> mailbox.MaildirMessage:
-    """The newest mail in ``address``'s local Maildir (the embedded default's)."""
-    folder = MaildirDelivery(cfg.embedded.maildir_root).folder(address)
-    if not folder.exists():
-        raise CliError(f"no mail for {address} yet ({folder} does not exist): nothing to reply to")
-    messages = in_order(mailbox.Maildir(folder, create=False))
-    if not messages:
-        raise CliError(f"no mail for {address} yet: nothing to reply to")
-    return messages[-1]
-
-
-def in_order(box: mailbox.Maildir) -> list[mailbox.MaildirMessage]:
-    """A Maildir's mails, oldest first, by file name: the server names each reply
-    by the time it was queued, to the microsecond (``mail.delivery.maildir_name``),
-    as Maildir names start with the delivery's second.  Neither the files' times
-    (written together, a claim's files share one) nor the Date headers (to the
-    second) tell apart two replies queued together."""
-    return [box[key] for key in sorted(box.keys())]
-
-
-def mail_text(msg: Message) -> str:
-    """The plain-text part of a mail (the first one), decoded."""
-    part = next((p for p in msg.walk() if p.get_content_type() == "text/plain"), msg)
-    payload = part.get_payload(decode=True)
-    text = payload.decode(part.get_content_charset() or "utf-8", "replace") if isinstance(payload, bytes) else ""
-    return text.replace("\r\n", "\n").rstrip("\n")
-
-
-def cmd_inbox(args: argparse.Namespace) -> int:
-    cfg = config_from_args(args)
-    folder = MaildirDelivery(cfg.embedded.maildir_root).folder(args.address)
-    if not folder.exists():
-        raise CliError(f"no mail for {args.address} yet ({folder} does not exist)")
-    messages = in_order(mailbox.Maildir(folder, create=False))
-    if args.last:
-        messages = messages[-args.last :]
-    for i, msg in enumerate(messages):
-        if i:
-            print("\n" + "=" * 72 + "\n")
-        for header in ("From", "To", "Reply-To", "Date", "Subject"):
-            if msg[header] is not None:
-                print(f"{header}: {msg[header]}")
-        print()
-        print(mail_text(msg))
-    if not messages:
-        print(f"(no mail for {args.address})")
     return 0
 
 

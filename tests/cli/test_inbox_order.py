@@ -1,16 +1,16 @@
 """``inbox`` and ``send --reply-to-last`` read a local Maildir in the order the
-server queued its replies (``cli.serve.in_order``): two replies written together
-share the files' time and the Date header's second, so neither tells them apart;
-their file names, made from the time each was queued, do."""
+server queued its replies (``cli/inbox.by_arrival``, which ``send`` takes its
+newest mail from too): two replies written together share the files' time and
+the Date header's second, so neither tells them apart; their file names, made
+from the time each was queued, do.  (The command itself: tests/test_cli.py.)"""
 
 from __future__ import annotations
 
-import mailbox
 import os
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from pbmserv_terrace.cli.serve import in_order
+from pbmserv_terrace.cli.inbox import by_arrival
 from pbmserv_terrace.mail.delivery import maildir_name
 
 
@@ -25,5 +25,5 @@ def test_replies_written_together_are_read_in_the_order_they_were_queued(tmp_pat
         path = folder / "new" / maildir_name(f"<r{i}@srv.test>", queued + timedelta(microseconds=i))
         path.write_bytes(f"Subject: {subjects[i]}\nDate: Fri, 02 Jan 2026 03:04:05 -0000\n\nbody\n".encode())
         os.utime(path, ns=(1_767_323_045_000_000_000, 1_767_323_045_000_000_000))
-    mails = in_order(mailbox.Maildir(folder, create=False))
+    mails = by_arrival(folder)
     assert [str(m["Subject"]) for m in mails] == subjects  # (across the second's end, too)
