@@ -52,6 +52,9 @@ class Mail:
     """the HTML part (board mails to users who want the picture)"""
     picture: dict[str, object] | None = None
     """what the board picture shows (see render.picture)"""
+    about_board: tuple[str, int] | None = None
+    """(game, board) an error reply is about: it gets that board's reply key when
+    its sender is a player of it who proved it (:func:`.keyed.key_error_replies`)"""
 
 
 class ServicePort(Protocol):

@@ -446,6 +446,7 @@ class Service:
             results.append((cmd, await self._run(ctx, cmd, alone=len(commands) == 1)))
         if reply is not None and reply.notes and not any(err for _, err in results):
             notice(ctx, f"{ctx.server_name}: your reply went to the board as chat", *reply.notes)
+        await keyed.key_error_replies(ctx)
         queued = self.queue_replies(ctx, now, multiple=parsed.multiple and reply is None)
         uow.processed.record(mail.message_id, now, mail.sender, redact(parsed.source_line or "")[:200])
         first = commands[0] if commands else None
@@ -581,7 +582,7 @@ class Service:
             usage = self.registry.usage_of(cmd) if cmd else ""
         if isinstance(exc, MissingArguments) and cmd is not None:
             exc.reason = missing_reason(cmd.verb, exc.words, self.registry.usage_of(cmd))
-        reply = error_mail(ctx.mail, cmd, exc, line, usage)
+        reply = error_mail(ctx.mail, cmd, exc, line, usage, keyed=ctx.keyed_user is not None)
         if reply is not None:
             ctx.out.append(reply)
 

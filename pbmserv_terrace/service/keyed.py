@@ -29,6 +29,7 @@ from ..render import render
 from ..store import Game, User
 from .boards import game_view, reply_hint, seat_of, subject_for
 from .context import CommandError, Ctx, Mail
+from .replies import is_error_reply
 from .replykeys import ReplyKey, current_mark, decode_key, key_in_address, verify_key
 from .solitaire import reply_to_table
 
@@ -116,6 +117,10 @@ async def resolve(ctx: Ctx, mail: InboundMail, key_text: str, *, subject_has_com
         # verb, a password): run as an ordinary mail, with its password checked;
         # the key grants nothing to it
         return KeyedReply(commands=[_full_command(game, said)])
+    if said.implicit_chat and is_error_reply(mail.subject):
+        # prose answering an error mail (an auto-responder, or a remark): never
+        # chatted to the board nor answered (a mail loop could start)
+        return KeyedReply(user=user, refused="a reply to an error mail that holds no command")
     if said.verb in PLY_BOUND and key.ply != current_mark(key, game):
         await _moved_on(ctx, game, user, key)
         return KeyedReply(user=user, refused=f"outdated reply (key {key.ply}, board at ply {game.ply})")
@@ -208,3 +213,30 @@ async def _moved_on(ctx: Ctx, game: Game, user: User, key: ReplyKey) -> None:
     body = render("update.txt", game=view, headline=headline, comment=None).rstrip("\n") + "\n\n" + reply_hint(game, seat) + "\n"
     reply_to, fresh = await ctx.board_reply_address(game, user)
     ctx.out.append(Mail([ctx.sender], subject_for(game), body, for_sender=True, reply_to=reply_to, reply_key=fresh))
+
+
+async def key_error_replies(ctx: Ctx) -> None:
+    """Error replies about a board go out with that board's reply key when their
+    sender proved to be one of its players (a verified key, or the right password
+    in this mail), so that the corrected move, written on the first line of a
+    Reply to the error mail, simply plays (issue 38).  The key is the board's
+    current one, as a board mail's."""
+    for mail in ctx.out:
+        if mail.about_board is None or mail.reply_to is not None or ctx.mail is None:
+            continue
+        game_type, number = mail.about_board
+        if game_type not in GAME_TYPES:
+            continue
+        game = await ctx.uow.games.get(game_type, number, lock=False)
+        if game is None or game.status != "active":
+            continue
+        seat = next((s for s in game.seats if s.active and (
+            s.user_id in ctx.password_users or (ctx.keyed_user is not None and s.user_id == ctx.keyed_user.id))), None)  # fmt: skip
+        if seat is None:
+            continue
+        mail.reply_to, mail.reply_key = await ctx.board_reply_address(game, seat.user)
+        if GAME_TYPES[game_type].family == "board":
+            hint = reply_hint(game, seat)
+        else:
+            hint = "Reply to this mail with your moves on the first line; or undo, hint, show, resign."
+        mail.body = mail.body.rstrip("\n") + "\n\n" + hint + "\n"

@@ -25,12 +25,20 @@ SYNTHETIC_ID_DOMAIN = "@pbmserv.invalid>"
 """Message-IDs made up for mails that had none: never put in In-Reply-To"""
 
 
-def error_mail(mail: InboundMail, cmd: Command | None, exc: CommandError, line: str, usage: str) -> Mail | None:
+def is_error_reply(subject: str) -> bool:
+    """``subject`` answers one of our error mails (or a ``multiple`` result)."""
+    return bool(_ERROR_SUBJECT.match(strip_subject(subject)))
+
+
+def error_mail(
+    mail: InboundMail, cmd: Command | None, exc: CommandError, line: str, usage: str, *, keyed: bool = False
+) -> Mail | None:
     """The error reply to the sender: the reason, the usage, the mail quoted with
     passwords masked.  None for a reply to one of our own error mails that holds
     no valid command (an auto-responder or a comment): answering it could start a
-    mail loop."""
-    if _ERROR_SUBJECT.match(strip_subject(mail.subject)):
+    mail loop.  ``keyed``: the mail is a reply with a verified key whose first line
+    a player wrote as a command (a corrected move that is wrong again is answered)."""
+    if not keyed and is_error_reply(mail.subject):
         log.info("not answering %s: a reply to an error mail (%s)", mail.message_id, exc.reason)
         return None
     title = game_title(exc.game_type or (cmd.game_type if cmd else None))
@@ -40,7 +48,8 @@ def error_mail(mail: InboundMail, cmd: Command | None, exc: CommandError, line: 
     quoted = [f"Subject: {redact(mail.subject)}"[:300], *(["", *body_lines] if body_lines else [])]
     hint = "Mail 'help commands' for every command." if not usage else ""
     body = render("error.txt", reason=exc.reason, usage=usage, quoted=[q[:300] for q in quoted], help_hint=hint)
-    return Mail([mail.sender], subject, body, for_sender=True)
+    about = (exc.game_type or (cmd.game_type if cmd else None) or "", exc.board) if exc.board else None
+    return Mail([mail.sender], subject, body, for_sender=True, about_board=about)
 
 
 def merge_for_sender(sender: str, mails: list[Mail], server_name: str) -> list[Mail]:

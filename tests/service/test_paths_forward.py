@@ -1,0 +1,45 @@
+"""Every path forward works (issue 38): what a new player tripped over, played
+through the service as a player does it (by Reply wherever a player would)."""
+
+from __future__ import annotations
+
+import pytest
+
+from pbmserv_terrace.gametypes import move_example
+
+from .harness import Harness, Reply, answer, mine
+
+
+@pytest.fixture
+def h():
+    harness = Harness()
+    harness.signup("ann", "ben", "cat")
+    yield harness
+    harness.close()
+
+
+def test_a_reply_to_an_error_mail_about_a_board_plays_the_corrected_move(h):
+    ann = mine(h.send("ann", "terrace challenge ann pw-ann ben"), "ann")
+    error = answer(h, ann, "a1-a3")
+    assert [r.subject for r in error] == ["Terrace Board 101 Error"]
+    assert "reply-to" in error[0].headers, "the error mail about board 101 carries its key"
+    assert error[0].body.rstrip().endswith("on the first line; or resign, draw, undo, show, chat.")
+    played = answer(h, error[0], move_example("terrace"))
+    assert h.last is not None and h.last.status == "ok"
+    assert any("ann played" in r.body for r in played)
+
+
+def test_a_wrong_corrected_move_is_answered_again_but_prose_to_an_error_mail_is_not(h):
+    ann = mine(h.send("ann", "terrace challenge ann pw-ann ben"), "ann")
+    error = answer(h, ann, "a1-a3")
+    again = answer(h, error[0], "a1-a4")
+    assert [r.subject for r in again] == ["Terrace Board 101 Error"]
+    assert answer(h, again[0], "I am out of the office until Monday.") == []
+
+
+def test_an_error_mail_from_a_password_mail_carries_the_key_a_wrong_password_none(h):
+    h.send("ann", "terrace challenge ann pw-ann ben")
+    right = h.send("ann", "terrace move 101 ann pw-ann a1-a3")
+    assert right[0].subject == "Terrace Board 101 Error" and "reply-to" in right[0].headers
+    wrong = h.send("ann", "terrace move 101 ann not-her-password d2-e3")
+    assert "reply-to" not in wrong[0].headers
