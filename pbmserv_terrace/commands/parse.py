@@ -18,6 +18,9 @@ from .table import ACCOUNT_VERBS, ALIASES, GAME_VERBS, PREFIXES, commands_of, de
 
 MAX_WORDS = 200
 """A command never needs more words; more are refused as unreadable."""
+PLAIN_WORDS = 20
+"""a Subject of plain words ("Hi there") is a few: a longer one is refused as it
+was, not answered with the help"""
 
 _REPLY_PREFIX = re.compile(r"^\s*(?:(?:re|fwd?|aw|sv|wg|tr)\s*(?:\[\d+\])?\s*:\s*)+", re.IGNORECASE)
 _SERVER_ONLY = re.compile(
@@ -25,7 +28,8 @@ _SERVER_ONLY = re.compile(
     r"(?:\s+(?:error|reminder|queue|submitted|subscribed|unsubscribed|hint))?$"
     rf"|^(?:{TITLES_PATTERN})\s+board\s+\d+\s+chat\s+from\s+\S+$"
     rf"|^(?:{TITLES_PATTERN})\s+(?:error|preview|summaries\s+\(\d+\s+boards\)|deal\s+of\s+the\s+day)$"
-    r"|^broadcast from \S+ via .*$|^message from \S+ via .*$",
+    r"|^broadcast from \S+ via .*$|^message from \S+ via .*$"
+    r"|^[^:]{1,100}: how to play$",  # the short help (a mail of plain words gets it)
     re.IGNORECASE,
 )
 """Subjects of server mails that are no command: a reply to one holds its command
@@ -49,6 +53,9 @@ class Command:
     comment: str = ""
     text: str = ""
     """the command line as the player wrote it (for error replies)"""
+    stands_in: bool = False
+    """the parser put this command in for a mail that holds none: the short help
+    for a Subject of plain words (:func:`parse_mail`); its handler says so"""
 
     @property
     def is_game(self) -> bool:
@@ -185,8 +192,32 @@ def parse_mail(subject: str, body: str) -> ParsedMail:
         return ParsedMail([], redact_text(comment_text), error=NO_COMMAND, source_line=stripped)
     parsed = parse_line(stripped, comment_text)
     if isinstance(parsed, str):
+        if is_plain_words(subject):
+            return ParsedMail([short_help(stripped)], redact_text(comment_text), source_line=stripped)
         return ParsedMail([], redact_text(comment_text), error=parsed, source_line=stripped)
     return _expand_multiple(parsed, comment_text, stripped)
+
+
+def is_plain_words(subject: str) -> bool:
+    """``subject`` is a new mail's few plain words ("Hi there", "Hello", "question"),
+    with no command in it: its first word is neither a command nor a game, it
+    has at most :data:`PLAIN_WORDS` words, and it holds no ':'.  So it answers nothing (every reply mark, ``Re:``, ``AW:``,
+    ``Antw:``, ``Odp:``, holds one: a reply keeps its own answers, a reply that
+    lost its key is still found by its In-Reply-To), and it is none of the
+    server's notices (``PBM Server: …``, the short help's own subject among
+    them): an automatic answer that sends one back is never given the help
+    again, so nothing can loop."""
+    text = strip_subject(subject)
+    if not text or ":" in subject or len(text.split(maxsplit=PLAIN_WORDS)) > PLAIN_WORDS:
+        return False  # (every Re:, AW:, Antw:, Odp: … holds a ':')
+    return not looks_like_command(text) and not is_server_subject(text)
+
+
+def short_help(line: str) -> Command:
+    """The command that answers a mail of plain words: the general help, said to
+    stand in for the command the mail lacks (nothing of the mail is quoted back:
+    plain words may hold a password)."""
+    return Command(verb="help", text=line, stands_in=True)
 
 
 def _expand_multiple(cmd: Command, comment: str, line: str) -> ParsedMail:

@@ -26,8 +26,10 @@ from .quotes import own_text
 
 __all__ = ["REPLY_VERBS", "ReplyCommand", "own_text", "reply_command"]
 
-REPLY_VERBS = ("move", "resign", "propose", "accept", "reject", "undo", "show", "chat", "queue", "command")
-"""``command``: the first line is a complete mail command (see the module docstring)."""
+REPLY_VERBS = ("move", "resign", "propose", "accept", "reject", "undo", "show", "chat", "queue", "rematch", "command")
+"""``command``: the first line is a complete mail command (see the module docstring);
+``rematch``: a new game of the (finished) board, as ``rematch BOARD USERID`` would
+start it."""
 
 _DASHES = "-\u2010\u2011\u2012\u2013\u2014\u2212"
 _SEP = rf"\s*[{_DASHES}]?\s*"
@@ -65,6 +67,10 @@ _WORDS: dict[str, str] = {
     "undo": "undo",
     "show": "show",
     "show board": "show",
+    "rematch": "rematch",
+    "rematch please": "rematch",
+    "a rematch": "rematch",
+    "play again": "rematch",
 }
 """Whole first lines (lower-case, single spaces, no trailing '.'/'!') → verb."""
 

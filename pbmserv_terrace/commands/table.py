@@ -149,6 +149,9 @@ ACCOUNT_COMMANDS: tuple[CommandDecl, ...] = (
     CommandDecl("broadcast", None, "broadcast USERID PASSWORD  (the body is the message)",
                 (("broadcast U P", "mail the body to every user"),), password_at=1),
     CommandDecl("all", None, "all show USERID [next|active]", (("all show U [next|active]", "show your boards of every game"),)),
+    CommandDecl("status", None, "status USERID PASSWORD",
+                (("status U P", "your boards (yours to move first), settings and ratings; it shows your addresses, "
+                  "so it needs your password"),), password_at=1),
     CommandDecl("multiple", None, "multiple  (then one command per line of the body, up to the first blank line)",
                 (("multiple", "one command per body line, up to a blank line"),), handled=False),
 )  # fmt: skip
@@ -184,6 +187,10 @@ BOARD_COMMANDS: tuple[CommandDecl, ...] = (
                 (("submit N U P MOVE[#k]", "two-step move: mails you a preview of it first"),), password_at=2, per_board=True),
     CommandDecl("confirm", "board", "confirm BOARD USERID PASSWORD | confirm KEY  (the reply to a confirmation mail)",
                 (("confirm N U P", "play the move you submitted"),), password_at=2, per_board=True),
+    CommandDecl("rematch", "board", "rematch BOARD USERID PASSWORD",
+                (("rematch N U P", "after board N ended: a new board, same players, setup and options, the seats "
+                  "turned by one (two players: colours swapped); by Reply: rematch"),),
+                password_at=2),
     CommandDecl("preview", "board",
                 "preview BOARD[#k] MOVE ... | preview new PLAYERS [-long|-medium|-short|-master] MOVE ...",
                 (("preview N[#k] MOVE...", "try moves on a board; nothing is saved"),

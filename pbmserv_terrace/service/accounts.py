@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from ..commands import Command
 from ..commands.table import help_topic_names
-from ..gametypes import DEFAULT_GAME_TYPE, GAME_TYPES
+from ..gametypes import DEFAULT_GAME_TYPE, GAME_TYPES, board_games
 from ..render import render
 from ..store import User
+from ..store.models import ROBOTS
 from .args import check_addresses, check_password, check_userid, need, notice
 from .confirmations import set_addresses
 from .context import CommandError, Ctx
@@ -46,15 +47,33 @@ async def signup(ctx: Ctx, cmd: Command) -> None:
     ctx.uow.users.add(user)
     await ctx.uow.flush()
     ctx.password_users.add(user.id)
-    welcome = [
-        f"Welcome to {ctx.server_name}, {uid}!",
-        "",
-        f"Challenge someone:  {DEFAULT_GAME_TYPE} challenge {uid} PASSWORD OTHERUSER",
-        "Everything else:    help commands",
-    ]
+    welcome = welcome_lines(ctx, uid)
     lines = await set_addresses(ctx, user, addresses, welcome=welcome)
     if welcome:  # the sender is none of the addresses: the welcome goes to the sender alone
         notice(ctx, f"{ctx.server_name}: signup {uid}", *welcome, "", *lines)
+
+
+def welcome_lines(ctx: Ctx, userid: str) -> list[str]:
+    """The welcome after a signup: challenging someone or a robot, playing by
+    Reply, the solitaires, the games (from the game table) and the help."""
+    robots = sorted(ROBOTS, key=lambda name: (ROBOTS[name], name))
+    text = render("welcome.txt", server_name=ctx.server_name, userid=userid, game=DEFAULT_GAME_TYPE,
+                  robots=", ".join(robots), robot=robots[0], solitaires=solitaire_names(), games=games_line())  # fmt: skip
+    return text.rstrip("\n").split("\n")
+
+
+def solitaire_names() -> list[str]:
+    return [g.name for g in GAME_TYPES.values() if g.family == "solitaire"]
+
+
+def games_line() -> str:
+    """The games this server runs, from the game table: ``a, b, c, and the
+    solitaire d``."""
+    boards, solitaires = board_games(), solitaire_names()
+    line = ", ".join(boards)
+    if solitaires:
+        line += f", and the solitaire{'s' if len(solitaires) > 1 else ''} {', '.join(solitaires)}"
+    return line
 
 
 @command("change")
@@ -141,8 +160,18 @@ def _solitaire_topic(topic: str) -> str | None:
     return next((g.name for g in GAME_TYPES.values() if g.family == "solitaire" and topic in g.help_topics), None)
 
 
+SHORT_HELP_INTRO = "Your mail did not start with a command, so here is how to play:"
+"""the first line of the general help sent for a mail of plain words"""
+
+
 @command("help")
 async def help_(ctx: Ctx, cmd: Command) -> None:
+    if cmd.stands_in:
+        # a mail of plain words ("Hi there"): the general help, under a subject with
+        # a ':' (one sent back to us is never taken for plain words again)
+        ctx.reply(f"{ctx.server_name}: how to play", HELP_TOPICS[""], intro=SHORT_HELP_INTRO, games=games_line(),
+                  **help_values(ctx, DEFAULT_GAME_TYPE))  # fmt: skip
+        return
     topic = cmd.words[0].lower() if cmd.words else ""
     solitaire = _solitaire_topic(topic)
     if solitaire is not None:
@@ -154,6 +183,7 @@ async def help_(ctx: Ctx, cmd: Command) -> None:
     ctx.reply(
         f"{ctx.server_name} help{(' ' + topic) if topic else ''}",
         HELP_TOPICS[topic],
+        games=games_line(),
         **help_values(ctx, BOARD_TOPIC_GAMES.get(topic, DEFAULT_GAME_TYPE)),
     )
 

@@ -61,7 +61,8 @@ def test_game_commands_default_to_terrace():
 
 
 def test_unknown_command_is_an_error_sentence():
-    parsed = parse_mail("frobnicate 1 2 3", "")
+    # (a new mail of plain words gets the short help instead: test_plain_words.py)
+    parsed = parse_mail("Re: frobnicate 1 2 3", "")
     assert parsed.commands == [] and "'frobnicate' is not a command" in parsed.error
     assert "not a terrace command" in parse_mail("terrace signup x y", "").error
 
