@@ -36,7 +36,14 @@ from .solitaire import reply_to_table
 BOARD_GAMES = frozenset(board_games())
 PLY_BOUND = frozenset({"move", "resign", "propose", "accept", "reject", "undo", "queue"})
 def reply_usage(game_type: str | None) -> str:
-    """The usage of a reply to a board mail (with a move of ``game_type``'s, if known)."""
+    """The usage of a reply to a board mail of ``game_type`` (with a move of its
+    own when it is known; a solitaire's replies are its own)."""
+    if game_type in GAME_TYPES and GAME_TYPES[game_type].family == "solitaire":
+        return (
+            "reply to a board mail with one of these on the first line: your moves "
+            f"({GAME_TYPES[game_type].solitaire.notation}), undo [COUNT], hint, show, resign, "
+            "or new for a new deal (mail 'help reply')"
+        )
     example = f" (e.g. {move_example(game_type)})" if game_type in BOARD_GAMES else ""
     return (
         f"reply to a board mail with one of these on the first line: a move{example}, resign, draw, accept, reject, "
@@ -147,6 +154,15 @@ async def _solitaire(
         raise _error(key, "your reply holds no command: write your moves (e.g. w-t2 flip) on its first line, or undo, hint, show")
     head = words[0].lower()
     board, uid = str(game.board_number), user.userid
+    if head == "new":
+        # a new deal for the key's user (issue 38: the footer offers it): the
+        # variant and --deal=N may follow; the key stands for the password
+        parsed = parse_line(" ".join([kind.name, "new", uid, "-", *words[1:]]), rest)
+        if isinstance(parsed, str):
+            raise _error(key, parsed)
+        parsed.words[1:2] = [""]
+        parsed.text = first
+        return KeyedReply(user=user, commands=[parsed])
     if head in GAME_TYPES or (head in commands_of(game.game_type) and head not in SOLITAIRE_QUERIES | SOLITAIRE_ACTIONS and
                               head not in kind.solitaire.move_verbs and head != "move"):  # fmt: skip
         parsed = parse_line(first, rest)

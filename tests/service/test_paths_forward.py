@@ -43,3 +43,16 @@ def test_an_error_mail_from_a_password_mail_carries_the_key_a_wrong_password_non
     assert right[0].subject == "Terrace Board 101 Error" and "reply-to" in right[0].headers
     wrong = h.send("ann", "terrace move 101 ann not-her-password d2-e3")
     assert "reply-to" not in wrong[0].headers
+
+
+def test_new_by_reply_starts_a_new_deal_for_the_keys_user_and_patience_errors_speak_patience(h):
+    first = h.send("ann", "patience new ann pw-ann --deal=7")
+    table = first[0]
+    assert "reply-to" in table.headers
+    bad = answer(h, table, "zz-qq")
+    assert bad[0].subject.endswith("Error")
+    assert "resign, draw" not in bad[0].body and "undo [COUNT], hint, show" in bad[0].body
+    again = answer(h, table, "new --deal=8")
+    assert h.last is not None and h.last.status == "ok", [r.body[:300] for r in again]
+    assert again[0].subject.startswith("New Patience Board") and "ann" in again[0].subject
+    assert "ann starts deal 8." in again[0].body
