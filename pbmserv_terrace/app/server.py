@@ -359,9 +359,8 @@ class Server:
                 web = f"not running (cannot listen on {cfg.web.listen})"
             else:
                 # in a process of its own (web/process.py): 200 web clients cannot hold up the mail
-                beside = serve_beside(
-                    self.db, sock, server_name=cfg.server.name, public_url=cfg.web.public_url, stop=self.stopping
-                )
+                beside = serve_beside(self.db, sock, server_name=cfg.server.name, public_url=cfg.web.public_url,
+                                      address=cfg.server.address, stop=self.stopping)  # fmt: skip
                 task = asyncio.create_task(beside, name="web")
 
                 def web_stopped(t: asyncio.Task[None]) -> None:

@@ -44,7 +44,7 @@ def cmd_web(args: argparse.Namespace) -> int:
                     f"the database {db.engine.url.render_as_string(hide_password=True)} has no schema yet: "
                     "run `pbmserv-terrace migrate` (or serve) first"
                 )
-            app = create_app(db, server_name=cfg.server.name, public_url=cfg.web.public_url)
+            app = create_app(db, server_name=cfg.server.name, public_url=cfg.web.public_url, address=cfg.server.address)
             log.info(
                 "web archive on http://%s/%s, database %s",
                 listen,

@@ -17,15 +17,18 @@ while it serves, the garbage collector runs less often (``GC_THRESHOLDS``).
 Modules: :mod:`.site` (what handlers share) ← :mod:`.pages`, :mod:`.feeds` (handlers)
 ← :mod:`.routes` (the URL table) ← this module (assembly and serving).  Routes:
 
-    /                                   server, game types, active boards, recent results, help link
+    /                                   server, how to join (the server's address), game types, active boards,
+                                        recent results, help link
     /boards/{type}/{N}[?ply=k]          a board (type: a name of gametypes.GAME_TYPES); /boards/{N} → /boards/terrace/{N}
-                                        (a board game: picture and move table; a solitaire: the table as text)
+                                        (a board game: picture and move table; a solitaire: its picture and the table as text)
+    /boards/{type}/{N}/picture.png[?ply=k]  the mail's picture of the board (a solitaire's table) after ply k
     /boards/{type}/{N}.txt              the game record as plain text
     /boards/{type}/{N}/feed.atom        Atom feed, one entry per ply (a solitaire's move)
     /players/{U}, /players/{U}/feed.atom
     /standings                          every game type: Elo tables, the top of each solitaire's ranking
     /standings/{type}                   one game type (a solitaire: all players and the latest shared deals)
-    /help, /healthz, /static/…
+    /help                               the help texts the server mails, with the server's address
+    /healthz, /static/…
 """
 
 from __future__ import annotations
@@ -222,9 +225,9 @@ class ArchiveApp(Starlette):
     middleware (whose ServerErrorMiddleware answers an exception with our 500 page, then
     raises it again: :class:`Outermost` logs it once)."""
 
-    def __init__(self, db: Database, server_name: str, public_url: str) -> None:
+    def __init__(self, db: Database, server_name: str, public_url: str, address: str = "") -> None:
         super().__init__(routes=routes(), exception_handlers={HTTPException: not_found, 404: not_found, Exception: not_found})
-        self.state.site = Site(db, server_name, public_url)
+        self.state.site = Site(db, server_name, public_url, address)
         self.errors = ErrorLog()
         self.gate: Gate | None = None
 
@@ -233,10 +236,12 @@ class ArchiveApp(Starlette):
         return Outermost(self.gate, self.errors)
 
 
-def create_app(db: Database, *, server_name: str, public_url: str = "") -> ArchiveApp:
+def create_app(db: Database, *, server_name: str, public_url: str = "", address: str = "") -> ArchiveApp:
     """The archive app over ``db`` (already migrated).  ``public_url`` (e.g. the site's
-    https root) makes feed ids and links absolute and stable behind a proxy."""
-    return ArchiveApp(db, server_name, public_url)
+    https root) makes feed ids and links absolute and stable behind a proxy; ``address``
+    is the server's own mail address (``[server] address``), which the front page and
+    the help show as a ``mailto:`` link (the one address the archive ever shows)."""
+    return ArchiveApp(db, server_name, public_url, address)
 
 
 class _EmbeddedServer(uvicorn.Server):

@@ -17,7 +17,7 @@ from ..store.archive import Archive, GameRow, ListedGame, MoveRow
 from . import tableview
 from .boardview import frames, replay, status_lines, text_record
 from .pages import PLAYER_GAMES, board_url, board_view, is_solitaire, kept_page, outcome_for, userid_of
-from .site import NotFound, Page, Site, site_of
+from .site import NotFound, Page, Site, result_words, site_of
 
 ATOM = "application/atom+xml; charset=utf-8"
 
@@ -116,14 +116,15 @@ async def _make_player_feed(site: Site, wanted: str, base: str) -> Page:
         games = await archive.games_of_user(user_id, PLAYER_GAMES)
     entries = []
     for g in games[:50]:
-        state = outcome_for(g, userid)
+        state = outcome_for(g)
         entries.append(
             {
                 "id": f"{base}{board_url(g)}",
                 "title": f"{game_title(g.game_type)} board {g.board_number}: {who(g)} ({state})",
                 "updated": stamp(g.last_move_at),
                 "link": f"{base}{board_url(g)}",
-                "summary": f"{g.result or 'in progress'}; {g.ply} {'moves' if is_solitaire(g.game_type) else 'plies'}.",
+                "summary": f"{result_words(g.result or '', [s.userid for s in g.seats]) or 'in progress'}; "
+                f"{g.ply} {'moves' if is_solitaire(g.game_type) else 'plies'}.",
             }
         )
     updated = max([created, *(g.last_move_at for g in games)])

@@ -17,7 +17,7 @@ from . import tableview
 from .boardview import latest_comment, move_rounds, players, replay, status_lines, to_move
 from .charts import rating_chart
 from .picture import inline_svg
-from .site import FINAL_MAX_AGE, HOME_TTL, LIVE_MAX_AGE, NotFound, Page, Site, site_of
+from .site import FINAL_MAX_AGE, HOME_TTL, LIVE_MAX_AGE, NotFound, Page, Site, result_words, site_of
 
 FRONT_ACTIVE, FRONT_FINISHED, PLAYER_GAMES = 30, 20, 300
 STANDINGS_TOP = 10
@@ -74,7 +74,7 @@ def requested_ply(raw: str | None, game: GameRow) -> int:
     return int(raw)
 
 
-BoardRender = Callable[[Request, GameRow, list[MoveRow], dict[str, float], int], tuple[str, str, str]]
+BoardRender = Callable[[Request, GameRow, list[MoveRow], dict[str, float], int], tuple[str | bytes, str, str]]
 """(request, board, moves, ratings, ply) → (body, ETag key, media type) of one view of a board"""
 
 
@@ -155,7 +155,7 @@ async def help_page(request: Request) -> Response:
 
 async def _make_help(site: Site) -> Page:
     kind = GAME_TYPES[DEFAULT_GAME_TYPE]
-    values = {"server_name": site.server_name, "address": "the server's address", "title": kind.title,
+    values = {"server_name": site.server_name, "address": site.address or "the server's address", "title": kind.title,
               **kind.board.help_values()}  # fmt: skip
     sections = [(name, render(template, **values)) for name, template in HELP_TOPICS]
     sections += [(kind.title, kind.solitaire.help_text()) for kind in GAME_TYPES.values() if kind.family == "solitaire"]
@@ -287,7 +287,8 @@ def render_board_page(
 
 
 def solitaire_board(request: Request, game: GameRow, moves: list[MoveRow], ply: int) -> str:
-    """A solitaire's board page: the table as text (no picture), its facts, the moves."""
+    """A solitaire's board page: the mail's picture of the table (served by
+    :func:`board_picture`) and the table as text, its facts, the moves."""
     frame = tableview.replay(game, moves, ply)
     rules = tableview.solitaire_rules(game.game_type)
     return site_of(request).render(
@@ -301,22 +302,41 @@ def solitaire_board(request: Request, game: GameRow, moves: list[MoveRow], ply: 
         facts=tableview.facts(game),
         status=tableview.status_lines(game, frame),
         table=rules.table_text(frame.state),
+        picture=f"{board_url(game)}/picture.png?ply={ply}",
+        picture_alt=rules.picture_alt(frame.state),
         moves=moves,
         comment=latest_comment(game),
     )
 
 
-def outcome_for(game: GameRow | ListedGame, userid: str) -> str:
+async def board_picture(request: Request) -> Response:
+    """The picture the mail shows of a board after ``?ply=k`` (a solitaire's table, a
+    board game's board) as PNG: kept, cached and revalidated as the board's page is."""
+    return await board_view(request, "png", render_board_picture, by_ply=True)
+
+
+def render_board_picture(
+    request: Request, game: GameRow, moves: list[MoveRow], ratings: dict[str, float], ply: int
+) -> tuple[bytes, str, str]:
+    if is_solitaire(game.game_type):
+        png = tableview.solitaire_rules(game.game_type).picture(tableview.replay(game, moves, ply).state)
+    else:
+        frame = replay(game, moves, ply)
+        png = board_rules(game.game_type).picture_png(frame.pos, frame.last_move)
+    return png, f"{game.game_type}-{game.board_number}-{ply}-png", "image/png"
+
+
+def outcome_for(game: GameRow | ListedGame) -> str:
+    """How a board stands, as a public page says it of its players (never to one of
+    them: anyone reads it): "ann to move", "ann won: ben resigned", "draw agreed"."""
     if is_solitaire(game.game_type):
         return tableview.outcome(game)
     if game.status == "active":
-        return "your turn" if to_move(game) == userid else "playing"
-    if game.status == "draw":
-        return "draw"
-    if game.status == "won":
-        winner = next((s.userid for s in game.seats if s.seat == game.winner_seat), None)
-        return "won" if winner == userid else "lost"
-    return game.status
+        return f"{to_move(game)} to move"
+    players = [s.userid for s in game.seats]
+    if game.status == "removed":
+        return f"removed: {game.result}" if game.result else "removed"
+    return result_words(game.result, players) if game.result else game.status
 
 
 async def player(request: Request) -> Response:
@@ -356,7 +376,7 @@ async def _make_player(site: Site, wanted: str) -> Page:
         )
         for game_type, row in user.ratings
     ]
-    rows = [(g, outcome_for(g, userid)) for g in games if not is_solitaire(g.game_type)]
+    rows = [(g, outcome_for(g)) for g in games if not is_solitaire(g.game_type)]
     solitaires = [
         (t, game_title(t), [(g, tableview.listed_summary(g)) for g in games if g.game_type == t])
         for t in GAME_TYPES

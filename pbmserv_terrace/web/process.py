@@ -75,16 +75,20 @@ def read_only_database(url: str) -> Database:
     return db
 
 
-async def serve_beside(db: Database, sock: socket.socket, *, server_name: str, public_url: str, stop: asyncio.Event) -> None:
+async def serve_beside(
+    db: Database, sock: socket.socket, *, server_name: str, public_url: str, stop: asyncio.Event, address: str = ""
+) -> None:
     """``serve``'s archive on ``sock`` until ``stop``: in a child process (see above), or on
-    this loop over ``db`` when the database is in memory.  Closes ``sock`` at the end."""
+    this loop over ``db`` when the database is in memory.  Closes ``sock`` at the end.
+    ``address``: the server's own mail address (see :func:`.app.create_app`)."""
     try:
         if in_memory(db.url):
             log.warning("web archive: the database is in memory, so the archive shares the mail's event loop")
-            await serve_web(create_app(db, server_name=server_name, public_url=public_url), "", 0, stop=stop, sock=sock)
+            app = create_app(db, server_name=server_name, public_url=public_url, address=address)
+            await serve_web(app, "", 0, stop=stop, sock=sock)
             return
         settings = {"database_url": db.url, "server_name": server_name, "public_url": public_url,
-                    "fd": sock.fileno(), "parent": os.getpid()}  # fmt: skip
+                    "address": address, "fd": sock.fileno(), "parent": os.getpid()}  # fmt: skip
         pause = RESTART_PAUSE
         while True:
             started = time.monotonic()
@@ -173,7 +177,8 @@ async def _child(settings: dict[str, Any]) -> None:
     sock = socket.socket(fileno=int(settings["fd"]))
     db = read_only_database(str(settings["database_url"]))
     try:
-        app = create_app(db, server_name=str(settings["server_name"]), public_url=str(settings["public_url"]))
+        app = create_app(db, server_name=str(settings["server_name"]), public_url=str(settings["public_url"]),
+                         address=str(settings.get("address", "")))  # fmt: skip
         await serve_web(app, "", 0, stop=stop, sock=sock)
     finally:
         await db.close()

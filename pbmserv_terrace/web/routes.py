@@ -32,6 +32,7 @@ def routes() -> list[BaseRoute]:
         Route("/boards/{game_type}/{number:int}", pages.board),
         Route("/boards/{game_type}/{number:int}.txt", feeds.board_text),
         Route("/boards/{game_type}/{number:int}/feed.atom", feeds.board_feed),
+        Route("/boards/{game_type}/{number:int}/picture.png", pages.board_picture),
         Route("/players/{userid}", pages.player),
         Route("/players/{userid}/feed.atom", feeds.player_feed),
         Mount("/static", app=StaticFiles(directory=str(STATIC_DIR)), name="static"),

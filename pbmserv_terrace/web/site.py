@@ -32,7 +32,7 @@ import gzip
 import hashlib
 import time
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Hashable
+from collections.abc import Awaitable, Callable, Hashable, Iterable
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -88,15 +88,39 @@ def environment() -> jinja2.Environment:
         auto_reload=False,  # (else a stat of each template file on every rendering)
     )
     env.filters["player_url"] = lambda userid: "/players/" + quote(str(userid), safe="")
+    env.filters["mailto"] = mailto
+    env.filters["result_words"] = lambda result, players=(): result_words(str(result or ""), players)
     return env
+
+
+def mailto(address: str, subject: str = "help") -> str:
+    """A ``mailto:`` URL of ``address`` with ``subject`` (the first command to send)."""
+    return f"mailto:{quote(address, safe='@+')}?subject={quote(subject, safe='')}"
+
+
+def result_words(result: str, players: Iterable[str] = ()) -> str:
+    """A stored result as a visitor reads it, in the past and without nested
+    parentheses: "ann wins (ben resigned)" → "ann won: ben resigned"; a reason that
+    says what the winner did names them ("ann wins (captured the T)" → "ann won: ann
+    captured the T").  Other results (draws, a solitaire's) are as stored."""
+    winner, wins, why = result.partition(" wins (")
+    if not (wins and winner and why.endswith(")")):
+        return result
+    why = why[:-1]
+    if not any(why == p or why.startswith(p + " ") for p in (*players, winner)):
+        why = f"{winner} {why}"
+    return f"{winner} won: {why}"
 
 
 class Site:
     """What every handler needs: the database, names and URLs, the rating replay."""
 
-    def __init__(self, db: Database, server_name: str, public_url: str) -> None:
+    def __init__(self, db: Database, server_name: str, public_url: str, address: str = "") -> None:
         self.db = db
         self.server_name = server_name
+        self.address = address
+        """the server's own mail address (``[server] address``: where players mail commands;
+        "" = not known, the pages then say "the server's address"); never a player's"""
         self.public_url = public_url.rstrip("/")
         self.ratings = RatingHistory()
         self.live_ttl = LIVE_TTL
@@ -134,7 +158,7 @@ class Site:
         return self.public_url or str(request.base_url).rstrip("/")
 
     def render(self, template: str, **values: Any) -> str:
-        return environment().get_template(template).render(server_name=self.server_name, **values)
+        return environment().get_template(template).render(server_name=self.server_name, server_address=self.address, **values)
 
 
 def site_of(request: Request) -> Site:
@@ -166,23 +190,28 @@ class Page:
     marker: object = None
     """the database's commit marker read before the statements that made or checked the
     page (None: none; the page asks for itself when its time is up)"""
+    compressed: bool = True
+    """``gzipped`` is the body gzipped (a text); False: the body as it is (a PNG, deflated already)"""
 
     @classmethod
     def of(
-        cls, body: str, *, key: str, media_type: str = "text/html; charset=utf-8", max_age: int = LIVE_MAX_AGE,
+        cls, body: str | bytes, *, key: str, media_type: str = "text/html; charset=utf-8", max_age: int = LIVE_MAX_AGE,
         state: object = None, ttl: float = 0.0, marker: object = None,
     ) -> Page:  # fmt: skip
         """The page of ``body`` with a weak ETag (what it shows: ``key``, plus a hash of the
-        bytes, so a rating or comment change elsewhere also changes it)."""
-        data = body.encode("utf-8")
+        bytes, so a rating or comment change elsewhere also changes it).  A text is kept
+        gzipped; bytes (a picture, compressed already) as they are."""
+        data = body.encode("utf-8") if isinstance(body, str) else body
         etag = f'W/"{key}-{hashlib.blake2b(data, digest_size=10).hexdigest()}"'
-        packed = gzip.compress(data, compresslevel=GZIP_LEVEL, mtime=0)
-        return cls(packed, etag, media_type, max_age, state, time.monotonic() + ttl if ttl else 0.0, ttl, marker)
+        compressed = isinstance(body, str)
+        packed = gzip.compress(data, compresslevel=GZIP_LEVEL, mtime=0) if compressed else data
+        until = time.monotonic() + ttl if ttl else 0.0
+        return cls(packed, etag, media_type, max_age, state, until, ttl, marker, compressed)
 
     @property
     def body(self) -> bytes:
         """The page's bytes (inflated)."""
-        return gzip.decompress(self.gzipped)
+        return gzip.decompress(self.gzipped) if self.compressed else self.gzipped
 
     def again(self, ttl: float, marker: object) -> Page:
         """This page, found the same by the database (``marker`` read before): kept ``ttl`` seconds again."""
@@ -199,7 +228,7 @@ class Page:
             wanted.strip() == "*" or self.etag in [t.strip() for t in wanted.split(",")] or self.etag[2:] in wanted.split(",")
         ):
             return Response(status_code=304, headers=headers)
-        if accepts_gzip(request.headers.get("accept-encoding", "")):
+        if self.compressed and accepts_gzip(request.headers.get("accept-encoding", "")):
             return Response(self.gzipped, media_type=self.media_type, headers={**headers, "Content-Encoding": "gzip"})
         return Response(self.body, media_type=self.media_type, headers=headers)
 

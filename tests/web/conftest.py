@@ -17,6 +17,8 @@ from pbmserv_terrace.web import create_app
 from .fill import Filled, fill
 
 PUBLIC_URL = "https://archive.example.test/terrace"
+SERVER_ADDRESS = "games+pbm@server.example.test"
+"""the server's own mail address (``[server] address``): the one address the archive shows"""
 
 
 @dataclass
@@ -26,11 +28,11 @@ class Site:
     loop: asyncio.AbstractEventLoop
     db: Database
 
-    def run(self, scenario: Callable[..., Awaitable[Any]], *, public_url: str = "") -> Any:
+    def run(self, scenario: Callable[..., Awaitable[Any]], *, public_url: str = "", address: str = SERVER_ADDRESS) -> Any:
         """Run ``scenario(client)`` against a fresh app over this database."""
 
         async def go() -> Any:
-            app = create_app(self.db, server_name="Terrace <PBM> Server", public_url=public_url)
+            app = create_app(self.db, server_name="Terrace <PBM> Server", public_url=public_url, address=address)
             async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://testserver") as client:
                 return await scenario(client)
 

@@ -125,7 +125,7 @@ def test_arrow_keys_step_the_replay_in_chromium(served: Served, tmp_path: Path) 
         base = f"http://127.0.0.1:{served.port}/boards/{game_type}/{number}"
         driver.get(f"{base}?ply=0")
         wait = WebDriverWait(driver, 20)
-        wait.until(lambda d: d.find_element(By.ID, "ply").text == "0")
+        wait.until(lambda d: d.find_element(By.ID, "replay").get_attribute("data-ply") == "0")
         body = driver.find_element(By.TAG_NAME, "body")
         for _ in range(3):
             body.send_keys(Keys.ARROW_RIGHT)
@@ -137,7 +137,7 @@ def test_arrow_keys_step_the_replay_in_chromium(served: Served, tmp_path: Path) 
         from pbmserv_terrace.games.terrace import parse_tpn, render_board
 
         assert ascii_text == render_board(parse_tpn(served.filled.positions["four"][3], 8))
-        assert f"Ply 3 of {plies}" in driver.find_element(By.ID, "plyinfo").text
+        assert f"After ply 3 of {plies}" in driver.find_element(By.ID, "plyinfo").text
         pieces = driver.find_elements(By.CSS_SELECTOR, "#picture svg g.piece")
         assert len(pieces) == sum(1 for c in served.filled.positions["four"][3].split()[0] if c.isalpha())
         # no script was blocked by the Content-Security-Policy, nothing failed
@@ -153,5 +153,68 @@ def test_arrow_keys_step_the_replay_in_chromium(served: Served, tmp_path: Path) 
         # ← goes back one ply, End to the last
         driver.find_element(By.TAG_NAME, "body").send_keys(Keys.ARROW_LEFT)
         wait.until(lambda d: d.current_url.endswith("?ply=2") and d.find_element(By.ID, "ply").text == "2")
+    finally:
+        driver.quit()
+
+
+NARROW = 390
+"""a phone's viewport width in CSS pixels (issue 38 item 5)"""
+OVERFLOW = """
+const width = document.documentElement.clientWidth;
+const out = {page: document.documentElement.scrollWidth - width, tables: []};
+for (const table of document.querySelectorAll("main table")) {
+  let box = table.parentElement;
+  while (box && box !== document.body && !["auto", "scroll"].includes(getComputedStyle(box).overflowX)) {
+    box = box.parentElement;
+  }
+  const scrolls = box && box !== document.body;
+  const heads = [];
+  if (scrolls) { box.scrollLeft = box.scrollWidth; }
+  const right = scrolls ? box.getBoundingClientRect().right : width;
+  for (const th of table.querySelectorAll("thead th")) {
+    const r = th.getBoundingClientRect();
+    // clipped inside its cell, or (scrolled to the end) still past the visible right edge
+    if (th.scrollWidth > th.clientWidth + 1 || (scrolls && r.right > right + 1)) { heads.push(th.textContent); }
+  }
+  out.tables.push({scrolls: scrolls, wide: table.getBoundingClientRect().width > width, cut: heads,
+                   header: table.querySelector("thead") ? table.querySelector("thead").textContent : ""});
+  if (scrolls) { box.scrollLeft = 0; }
+}
+return out;
+"""
+
+
+def test_tables_scroll_sideways_at_390_px_and_no_header_is_cut_off(served: Served) -> None:
+    """Issue 38 item 5: on a phone (390 CSS px) the page itself never scrolls sideways;
+    every table sits in a box that scrolls horizontally, and scrolled to its end each
+    header (Finished (UTC) included) is whole and in view."""
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service as DriverService
+
+    browser, driver_path = chromium()
+    options = webdriver.ChromeOptions()
+    options.binary_location = browser
+    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"):
+        options.add_argument(arg)
+    driver = webdriver.Chrome(service=DriverService(executable_path=driver_path), options=options)
+    try:
+        driver.execute_cdp_cmd(
+            "Emulation.setDeviceMetricsOverride", {"width": NARROW, "height": 844, "deviceScaleFactor": 1, "mobile": True}
+        )
+        assert served.filled is not None
+        game_type, number = served.filled.boards["four"]
+        root = f"http://127.0.0.1:{served.port}"
+        pages = ["/", "/standings", "/players/alice", f"/boards/{game_type}/{number}", "/help"]
+        seen_wide = False
+        for path in pages:
+            driver.get(root + path)
+            assert driver.execute_script("return document.documentElement.clientWidth") == NARROW
+            found = driver.execute_script(OVERFLOW)
+            assert found["page"] <= 0, (path, "the page scrolls sideways", found)
+            for table in found["tables"]:
+                assert table["scrolls"], (path, "a table outside a scrolling box", table["header"])
+                assert table["cut"] == [], (path, "headers cut off", table)
+                seen_wide = seen_wide or table["wide"]
+        assert seen_wide, "no table was wider than the screen: the test shows nothing"
     finally:
         driver.quit()

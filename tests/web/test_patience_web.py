@@ -197,7 +197,8 @@ def test_ply_parameter_replays_the_moves(played: Played) -> None:
     pages = [r.text for r in played.get(*(f"{played.url('ann4')}?ply={k}" for k in wanted))]
     for k, page in zip(wanted, pages, strict=True):
         assert pre_of(page) == table_after(board, k, resigned=k == n), k
-        assert f'data-ply="{k}"' in page and f'<span id="ply">{k}</span> of {n}' in page
+        assert f'data-ply="{k}"' in page
+        assert f'After move <span id="ply">{k}</span> of {n}' in page if k else f"The deal, before move 1 of {n}" in page
         if 0 < k < n:
             assert f"The table after move {k} of {n}" in page
             assert f'?ply={k}" class="current"' in page
@@ -210,6 +211,40 @@ def test_ply_parameter_replays_the_moves(played: Played) -> None:
     beyond, word, negative = played.get(*(f"{played.url('ann4')}?ply={p}" for p in (n + 1, "x", "-1")))
     assert beyond.status_code == word.status_code == negative.status_code == 404
     assert f"(it has plies 0 to {n})" in beyond.text
+
+
+def test_board_page_shows_the_tables_picture_served_with_caching_headers(played: Played) -> None:
+    """Issue 38 item 5: the picture the mail shows (the rules' PNG) is on the page, one per
+    replayed move, served like the pages (ETag, Cache-Control, 304); a board game's too."""
+    board = played.boards["ann4"]
+    n = len(board.moves)
+    url = played.url("ann4")
+    pages = [r.text for r in played.get(f"{url}?ply=2", url)]
+    for k, page in zip((2, n), pages, strict=True):
+        found = re.search(r'<img class="table" src="([^"]+)" alt="([^"]*)"', page)
+        assert found is not None, page[:3000]
+        assert html.unescape(found.group(1)) == f"{url}/picture.png?ply={k}"
+        state = RULES.replay(board.variant, board.deal, board.moves[:k])
+        state = RULES.resign(state) if k == n else state
+        assert html.unescape(found.group(2)) == RULES.picture_alt(state)
+        assert pre_of(page) == RULES.table_text(state)  # the text table is still there
+    picture, again, beyond, word = played.get(f"{url}/picture.png?ply=2", f"{url}/picture.png?ply=2",
+                                              f"{url}/picture.png?ply={n + 1}", f"{url}/picture.png?ply=x")  # fmt: skip
+    assert picture.status_code == 200 and picture.headers["content-type"] == "image/png"
+    assert picture.content == RULES.picture(RULES.replay(board.variant, board.deal, board.moves[:2]))
+    assert picture.headers["etag"].startswith(f'W/"{SOLITAIRE}-{board.number}-2-png') and again.content == picture.content
+    assert picture.headers["cache-control"] == "public, max-age=300"  # an ended board's picture, as its page
+    assert picture.headers["x-content-type-options"] == "nosniff"
+    assert beyond.status_code == word.status_code == 404
+
+    async def revalidate(client: httpx.AsyncClient) -> httpx.Response:
+        return await client.get(f"{url}/picture.png?ply=2", headers={"If-None-Match": picture.headers["etag"]})
+
+    assert played.run(revalidate).status_code == 304
+    (live,) = played.get(f"{played.url('live')}/picture.png")
+    assert live.status_code == 200 and live.headers["cache-control"] == "public, max-age=15"
+    (terrace,) = played.get("/boards/terrace/101/picture.png?ply=1")
+    assert terrace.status_code == 200 and terrace.content.startswith(b"\x89PNG\r\n\x1a\n")
 
 
 def test_text_record(played: Played) -> None:
@@ -379,7 +414,7 @@ def test_arrow_keys_step_a_solitaire_in_chromium(played: Played) -> None:
         try:
             driver.get(f"{base}?ply=0")
             wait = WebDriverWait(driver, 20)
-            wait.until(lambda d: d.find_element(By.ID, "ply").text == "0")
+            wait.until(lambda d: d.find_element(By.ID, "replay").get_attribute("data-ply") == "0")
             for _ in range(3):
                 driver.find_element(By.TAG_NAME, "body").send_keys(Keys.ARROW_RIGHT)
                 time.sleep(0.15)
@@ -403,7 +438,7 @@ def test_arrow_keys_step_a_solitaire_in_chromium(played: Played) -> None:
     url, table, info, log = played.h.loop.run_until_complete(serve_and_drive())
     assert url == f"{base}?ply=3"
     assert table == table_after(board, 3)
-    assert info == f"Move 3 of {len(board.moves)}: {board.moves[2]}"
+    assert info == f"After move 3 of {len(board.moves)}: {board.moves[2]}"
     assert [e for e in log if e["level"] == "SEVERE"] == []
 
 

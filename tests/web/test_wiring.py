@@ -89,7 +89,7 @@ def test_serve_runs_the_archive_and_web_runs_it_alone(tmp_path: Path) -> None:
 
         def board_after_the_move() -> str | None:
             status, body = get(f"{base}/boards/terrace/101")
-            return body if status == 200 and 'Ply <span id="ply">1</span> of 1' in body else None
+            return body if status == 200 and 'After ply <span id="ply">1</span> of 1' in body else None
 
         page = wait_for("the move on the board page", board_after_the_move, serve)
         assert "T-g1-g2" in page and "/players/ann" in page and "/players/ben" in page
@@ -101,6 +101,10 @@ def test_serve_runs_the_archive_and_web_runs_it_alone(tmp_path: Path) -> None:
         assert status == 200 and "/boards/terrace/101" in player
         for body in (page, home, player):
             assert "@home.test" not in body
+        # how to join: the server's own address ([server] address), as a mailto: link (issue 38 item 4)
+        status, help_page = get(f"{base}/help")
+        assert status == 200 and '<a href="mailto:pbmserv@localhost?subject=help">pbmserv@localhost</a>' in help_page
+        assert 'href="mailto:pbmserv@localhost?subject=help"' in home
     finally:
         out = stop(serve)
     assert f"web archive http://127.0.0.1:{web}/" in out and "embedded default" in out and "stopped" in out
@@ -113,8 +117,9 @@ def test_serve_runs_the_archive_and_web_runs_it_alone(tmp_path: Path) -> None:
         status, record = get(f"{base}/boards/terrace/101.txt")
         assert status == 200 and "1. ann: T-g1-g2" in record and "Players: ann (army 1" in record
         status, page = get(f"{base}/boards/terrace/101?ply=0")
-        assert status == 200 and 'Ply <span id="ply">0</span> of 1' in page
+        assert status == 200 and "The start, before ply 1 of 1" in page
         assert get(f"{base}/boards/terrace/102")[0] == 404
+        assert 'href="mailto:pbmserv@localhost?subject=help"' in get(f"{base}/help")[1]
     finally:
         out = stop(web_alone)
     assert f"web archive on http://127.0.0.1:{alone}/" in out
