@@ -33,9 +33,12 @@ def _select(games: list[Game], selector: str, users: list[User]) -> list[Game]:
     ids = {u.id for u in users}
     out = []
     for game in games:
-        if selector == "active" and game.status != "active":
+        # a board of the users named is active for them while one of them still
+        # plays in it (a player who resigned a game of three that goes on is done)
+        playing = game.status == "active" and (not ids or any(s.active and s.user_id in ids for s in game.seats))
+        if selector == "active" and not playing:
             continue
-        if selector == "inactive" and game.status == "active":
+        if selector == "inactive" and playing:
             continue
         if selector == "next":
             if game.status != "active":
@@ -143,11 +146,13 @@ async def showas(ctx: Ctx, cmd: Command) -> None:
     await _show(ctx, cmd, rest, viewer=user)
 
 
-async def games_table(ctx: Ctx, game_type: str, userids: list[str], selector: str) -> None:
-    title = game_title(game_type)
+async def games_table(ctx: Ctx, game_type: str | None, userids: list[str], selector: str) -> None:
+    """The boards of ``userids`` (of every board game when ``game_type`` is None),
+    or every board of ``game_type``, matching ``selector``."""
+    title = game_title(game_type) if game_type else ctx.server_name
     if userids:
         found, games = await _boards_of(ctx, game_type, userids, selector)
-        heading = f"{title} boards of {', '.join(sorted(found))} ({selector})"
+        heading = f"{game_title(game_type) + ' boards' if game_type else 'Boards'} of {', '.join(sorted(found))} ({selector})"
     else:
         if selector == "next":
             # whose 'next'? the sender's: the user (or users) mail goes to at their address
@@ -159,6 +164,7 @@ async def games_table(ctx: Ctx, game_type: str, userids: list[str], selector: st
                 )
             await games_table(ctx, game_type, [u.userid for u in owners], selector)
             return
+        game_type = game_type or DEFAULT_GAME_TYPE
         games = await ctx.uow.games.active_of_type(game_type) if selector == "active" else []
         if selector != "active":
             games = [g for g in await ctx.uow.games.for_users([u.id for u in await ctx.uow.users.all_active()], game_type)]
@@ -182,7 +188,10 @@ async def games(ctx: Ctx, cmd: Command) -> None:
     selector = "active"
     if words and words[-1].lower() in SELECTORS:
         selector = words.pop().lower()
-    await games_table(ctx, cmd.game_type or DEFAULT_GAME_TYPE, words, selector)
+    # 'games ann' (no game word) lists her boards of every board game, as
+    # 'all show ann' does; 'terrace6x6 games ann' those of one game
+    named = cmd.text.split(maxsplit=1)[0].lower() in GAME_TYPES if cmd.text else True
+    await games_table(ctx, (cmd.game_type or DEFAULT_GAME_TYPE) if named or not words else None, words, selector)
 
 
 @command("list", game=True)

@@ -56,3 +56,24 @@ def test_new_by_reply_starts_a_new_deal_for_the_keys_user_and_patience_errors_sp
     assert h.last is not None and h.last.status == "ok", [r.body[:300] for r in again]
     assert again[0].subject.startswith("New Patience Board") and "ann" in again[0].subject
     assert "ann starts deal 8." in again[0].body
+
+
+def example_in(mail: Reply) -> str:
+    """The example move a board mail's reply line offers its player."""
+    return mail.body.rsplit("(e.g. ", 1)[1].split(")")[0]
+
+
+def test_games_without_a_game_word_lists_every_board_game_and_not_a_board_she_left(h):
+    h.send("ann", "terrace challenge ann pw-ann ben")
+    h.send("ann", "terrace6x6 challenge ann pw-ann ben")
+    replies = h.send("ann", "terrace challenge ann pw-ann ben cat")
+    for mover in ("ann", "ben", "cat"):  # one round, then ann resigns: the game goes on without her
+        replies = h.move(102, mover, example_in(mine(replies, mover)))
+    assert "ann" in h.move(102, "ann", "resign")[0].body
+    listing = h.send("ann", "games ann")[0].body
+    rows = [line.split()[:2] for line in listing.splitlines() if line[:1].isdigit()]
+    assert ["101", "terrace"] in rows and ["101", "terrace6x6"] in rows
+    assert ["102", "terrace"] not in rows, listing
+    assert ["102", "terrace"] in [line.split()[:2] for line in h.send("ann", "games ann inactive")[0].body.splitlines()]
+    only = h.send("ann", "terrace6x6 games ann")[0].body
+    assert [line.split()[1] for line in only.splitlines() if line[:1].isdigit()] == ["terrace6x6"]
