@@ -305,7 +305,7 @@ def test_show_at_ply_and_games_table(h):
     r = h.send("zed", "terrace show 101#1")
     pos = start_position()
     pos = pos.play(parse_move(pos, "d2-e3"))
-    assert "Position after ply 1 of 2." in r[0].body and render_board(pos) in r[0].body
+    assert "Position after ply 1 of 2; ben to move." in r[0].body and render_board(pos) in r[0].body
     table = h.send("zed", "terrace games ann")[0].body
     assert "101" in table and "ann* ben" in table and "to move: ann" in table
     assert (
