@@ -129,7 +129,7 @@ async def resolve(ctx: Ctx, mail: InboundMail, key_text: str, *, subject_has_com
         # chatted to the board nor answered (a mail loop could start)
         return KeyedReply(user=user, refused="a reply to an error mail that holds no command")
     if said.verb in PLY_BOUND and key.ply != current_mark(key, game):
-        await _moved_on(ctx, game, user, key)
+        await _moved_on(ctx, game, user, said)
         return KeyedReply(user=user, refused=f"outdated reply (key {key.ply}, board at ply {game.ply})")
     return KeyedReply(user=user, commands=[_command(game, user, said)], notes=_notes(said, game))
 
@@ -219,13 +219,29 @@ def _notes(said: ReplyCommand, game: Game) -> list[str]:
 
 
 
-async def _moved_on(ctx: Ctx, game: Game, user: User, key: ReplyKey) -> None:
+def what_was_said(said: ReplyCommand) -> str:
+    """A reply's command in the player's words: ``your move f7-f6``, ``your draw offer``."""
+    if said.verb == "move":
+        return f"your move {said.argument[:40]}"
+    if said.verb == "queue":
+        return f"your queued move {said.argument[:40]}"
+    return {"propose": "your draw offer", "undo": "your undo request", "resign": "your resignation",
+            "accept": "your accept", "reject": "your reject"}.get(said.verb, "your reply")  # fmt: skip
+
+
+async def _moved_on(ctx: Ctx, game: Game, user: User, said: ReplyCommand) -> None:
     """The reply answers an older board mail: nothing is applied; the sender gets
-    the board as it is now, with a fresh key."""
+    the board as it is now, with a fresh key, told what was not played and which
+    ply is to play now (a ply number names one ply of the list: the status says
+    the same 'ply N')."""
     seat = seat_of(game, user)
     assert seat is not None
     view = await game_view(ctx, game)
-    headline = f"your reply was not applied: board {game.board_number} has moved on since that mail (it is at ply {game.ply} now)"
+    now = f"ply {game.ply + 1} is to play now" if game.status == "active" else "the game is over"
+    headline = (
+        f"{what_was_said(said)} was not played: board {game.board_number} has moved on since the mail you "
+        f"answered ({now}); here is the board as it stands"
+    )
     body = render("update.txt", game=view, headline=headline, comment=None).rstrip("\n") + "\n\n" + reply_hint(game, seat) + "\n"
     reply_to, fresh = await ctx.board_reply_address(game, user)
     ctx.out.append(Mail([ctx.sender], subject_for(game), body, for_sender=True, reply_to=reply_to, reply_key=fresh))

@@ -68,7 +68,7 @@ def test_a_game_by_reply_through_dovecot(serve_factory, relay, players):
         if ply == 2:
             press_reply(players, "ann", first, "d1-d2", 1)
             stale = players.wait("ann")[0]
-            assert "has moved on since that mail (it is at ply 2 now)" in body(stale)
+            assert "your move d1-d2 was not played: board 101 has moved on since the mail you answered (ply 3 is to play now)" in body(stale)
             last["ann"] = stale  # its fresh key is as good as the newest board mail's
     assert "Game over" in body(last["ann"]) and "wins" in body(last["ann"])
     assert serve.stop() == 0

@@ -77,3 +77,18 @@ def test_games_without_a_game_word_lists_every_board_game_and_not_a_board_she_le
     assert ["102", "terrace"] in [line.split()[:2] for line in h.send("ann", "games ann inactive")[0].body.splitlines()]
     only = h.send("ann", "terrace6x6 games ann")[0].body
     assert [line.split()[1] for line in only.splitlines() if line[:1].isdigit()] == ["terrace6x6"]
+
+
+def test_a_reply_to_an_older_board_mail_says_what_was_not_played_and_the_ply_as_the_status_does(h):
+    first = h.send("ann", "terrace challenge ann pw-ann ben")
+    ann0 = mine(first, "ann")
+    assert "It is ann's turn (army 1, t), ply 1." in ann0.body
+    ben1 = mine(answer(h, ann0, example_in(ann0)), "ben")
+    ann2 = mine(answer(h, ben1, example_in(ben1)), "ann")
+    assert "It is ann's turn (army 1, t), ply 3." in ann2.body
+    stale = answer(h, ann0, "f2-f3")
+    assert stale[0].body.startswith(
+        "Terrace Board 101: your move f2-f3 was not played: board 101 has moved on since the mail you answered "
+        "(ply 3 is to play now)"
+    ), stale[0].body[:300]
+    assert "It is ann's turn (army 1, t), ply 3." in stale[0].body

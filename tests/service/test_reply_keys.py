@@ -130,7 +130,7 @@ def test_each_bad_reply_answers_clearly_and_changes_nothing(h):
     after_one = board_tpn(h)
     # a second, different reply to the same (now older) mail: outdated, nothing applied
     stale = answer(h, ann0, "e2-e3")
-    assert "has moved on since that mail (it is at ply 1 now)" in stale[0].body and key_of(stale[0]) != key_of(ann0)
+    assert "your move e2-e3 was not played: board 101 has moved on since the mail you answered (ply 2 is to play now)" in stale[0].body and key_of(stale[0]) != key_of(ann0)
     assert board_tpn(h) == after_one and h.last.status == "error"
     # show and chat accept any valid key of the board, outdated or not
     shown = answer(h, ann0, "show")
@@ -271,7 +271,7 @@ def test_a_key_never_becomes_valid_again_after_an_undo(h):
     fresh = mine(h.send("ann", "terrace show 101"), "ann")
     assert key_of(fresh) != key_of(ann0)
     stale = answer(h, ann0, "e2-e3")
-    assert "has moved on since that mail" in stale[0].body and board_tpn(h).endswith(" 1")
+    assert "has moved on since the mail you answered" in stale[0].body and board_tpn(h).endswith(" 1")
     assert "ann played" in mine(answer(h, fresh, "e2-e3"), "ben").body
 
 
