@@ -272,7 +272,22 @@ def reply_hint(game: Game, seat: Seat) -> str:
     if not seat.active:
         return "Reply to this mail with show, or chat and your message, on the first line."
     mover = seat_by_army(game, pos.to_move).user.userid
-    return f"It is {mover}'s turn: reply to this mail with queue and your move, or resign, draw, undo, show, chat."
+    example = queue_example(game, pos, seat.seat)
+    queue = f"queue and your next move (e.g. queue {example})" if example else "queue and your next move"
+    return f"It is {mover}'s turn: reply to this mail with {queue}, or resign, draw, undo, show, chat."
+
+
+def queue_example(game: Game, pos: BoardPosition, army: int) -> str:
+    """A move ``army`` could queue: its example move once the others have played
+    their example moves ('' when the game would end first)."""
+    rules = board_rules(game.game_type)
+    for _ in range(len(game.seats)):
+        if pos.is_over():
+            return ""
+        if pos.to_move == army:
+            return rules.example_move(pos)
+        pos = rules.play(pos, rules.parse_move(pos, rules.example_move(pos)))
+    return ""
 
 
 @dataclass

@@ -211,8 +211,11 @@ def _notes(said: ReplyCommand, game: Game) -> list[str]:
     if not said.implicit_chat:
         return []
     first = said.comment.strip().split("\n", 1)[0][:60]
+    went = f"The first line of your reply ({first!r}) is not a command, so your reply went to the board as a chat message."
+    if game.status != "active":
+        return [went, "The game is over: reply with show, or chat and your message, on the first line."]
     return [
-        f"The first line of your reply ({first!r}) is not a command, so your reply went to the board as a chat message.",
+        went,
         f"To play, reply with the move alone on the first line (e.g. {move_example(game.game_type)}); or resign, draw, "
         "undo, show, chat.",
     ]

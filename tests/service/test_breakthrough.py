@@ -55,7 +55,8 @@ def test_a_game_by_mail_from_the_challenge_to_the_ratings(h):
     assert {r.subject for r in new} == {"New Breakthrough Board 101 ann **"}  # (** : the challenge has a comment)
     assert "A new Breakthrough board (101) has been started" in new[0].body
     assert board_text(start()) in new[0].body
-    assert "Example:  breakthrough move 101 ann PASSWORD d2-d3" in new[0].body
+    assert "breakthrough move 101 YOURNAME YOURPASSWORD MOVE" in new[0].body
+    assert "Reply to this mail with your move (e.g. " in mine(new, "ann").body
     assert parseaddr(mine(new, "ann").headers["reply-to"])[1].startswith("pbmserv+")
 
     # a move by the password command

@@ -32,7 +32,7 @@ def test_1_a_challenge_comment_is_signed_with_the_userid_and_no_address_leaks(h)
 def test_2_the_new_board_example_is_legal_on_that_board(h, game, setup, players):
     names = ["ann", "ben", "cat", "dan"][:players]
     ann = mine(h.send("ann", f"{game} challenge ann pw-ann {' '.join(names[1:])} {setup}"), "ann")
-    example = re.search(rf"Example:  {game} move 101 ann PASSWORD (\S+)", ann.body)
+    example = re.search(r"with your move \(e\.g\. (\S+)\) on the first line", ann.body)
     assert example is not None
     pos = parse_tpn(board_tpn(h) if game == "terrace" else _tpn6(h))
     legal = {f"{pos.geo.name(m.frm)}-{pos.geo.name(m.to)}" for m in pos.legal_moves()}

@@ -92,3 +92,28 @@ def test_a_reply_to_an_older_board_mail_says_what_was_not_played_and_the_ply_as_
         "(ply 3 is to play now)"
     ), stale[0].body[:300]
     assert "It is ann's turn (army 1, t), ply 3." in stale[0].body
+
+
+def test_instructions_go_to_the_right_person(h):
+    first = h.send("ann", "terrace challenge ann pw-ann ben")
+    ben0 = mine(first, "ben")
+    # the player not to move is shown a move of their own to queue
+    queue = ben0.body.rsplit("(e.g. queue ", 1)[1].split(")")[0]
+    assert "ann" not in queue and len(queue) >= 5
+    assert "terrace move 101 YOURNAME YOURPASSWORD MOVE" in ben0.body and "ann PASSWORD" not in ben0.body
+    queued = answer(h, ben0, f"queue {queue}")
+    assert h.last is not None and h.last.status == "ok", [r.body[:300] for r in queued]
+    # a draw offer to a robot: nobody is told how to answer for the robot
+    robot = h.send("ann", "terrace challenge ann pw-ann robot1")
+    offer = h.send("ann", "terrace move 102 ann pw-ann draw")
+    assert offer and all("robot1 PASSWORD" not in r.body for r in offer), [r.body[:400] for r in offer]
+    assert robot
+
+
+def test_chat_by_reply_on_a_finished_board_does_not_offer_moves(h):
+    first = h.send("ann", "terrace challenge ann pw-ann ben")
+    over = mine(h.move(101, "ann", "resign"), "ben")
+    chat = answer(h, over, "well played!")
+    notes = [r for r in chat if "went to the board as chat" in r.subject]
+    assert notes and "resign, draw" not in notes[0].body and "The game is over" in notes[0].body
+    assert first
