@@ -23,6 +23,11 @@ tracker, which lives until the last holder of its pipe ends) running under PID 1
 Each worker asks the kernel for SIGKILL when its parent dies (:func:`die_with`,
 PR_SET_PDEATHSIG); the tracker then reads the end of its pipe and exits.
 They run at ``ROBOT_NICE``: when both want the CPU, ``serve``'s mail comes first.
+
+The workers start with ``serve`` (issue 38): each is given :func:`warm` at once,
+and reading that task imports the engine, the solver and the service's modules
+(seconds on a busy box), so the first robot move after a start waits for its
+search only (it came 16 s after the challenge; later moves 0.2-5 s).
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ import asyncio
 import logging
 import multiprocessing
 import os
+import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor
 
@@ -88,6 +94,13 @@ async def _hint_inline(service: Service, turn: HintTurn) -> HandleResult | None:
         desk_of(service).done(turn.key)
 
 
+def warm() -> int:
+    """An engine worker's first task, given when ``serve`` starts: a worker reads
+    it by importing this module, and with it everything :func:`think` and
+    :func:`solve` need, before a robot has to move.  Its process id."""
+    return os.getpid()
+
+
 class RobotPlayer:
     """The robots of ``serve``: a queue of boards, ``workers`` engine processes.
 
@@ -107,6 +120,8 @@ class RobotPlayer:
         self.failed: set[tuple[str, int, int]] = set()
         """(game type, board, ply) whose move the rules refused: not retried"""
         self.played = 0
+        self.warmed = asyncio.Event()
+        """set once every engine worker has started and imported the engine"""
 
     def want(self, turns: Iterable[RobotTurn]) -> None:
         """Queue these boards; one already queued or being worked on is looked at
@@ -133,7 +148,8 @@ class RobotPlayer:
         context = multiprocessing.get_context("spawn")  # never fork a process that has threads and sockets
         # workers are started from this (the loop's) thread, on demand in submit
         pool = ProcessPoolExecutor(self.workers, mp_context=context, initializer=pool_worker, initargs=(os.getpid(), ROBOT_NICE))
-        tasks = [asyncio.create_task(self._worker(pool), name=f"robot-{i}") for i in range(self.workers)]
+        tasks = [asyncio.create_task(self._warm(pool), name="robots-warm")]
+        tasks += [asyncio.create_task(self._worker(pool), name=f"robot-{i}") for i in range(self.workers)]
         try:
             try:
                 await self.rescan()
@@ -146,6 +162,21 @@ class RobotPlayer:
             await asyncio.gather(*tasks, return_exceptions=True)
             # not waiting: a move being computed is dropped, the worker exits after it
             pool.shutdown(wait=False, cancel_futures=True)
+
+    async def _warm(self, pool: ProcessPoolExecutor) -> None:
+        """Start every worker now (a pool starts one per task waiting), each
+        importing the engine as it reads :func:`warm` (at ``ROBOT_NICE``)."""
+        loop = asyncio.get_running_loop()
+        started = time.perf_counter()
+        try:
+            pids = await asyncio.gather(*(loop.run_in_executor(pool, warm) for _ in range(self.workers)))
+        except Exception:
+            log.exception("starting the engine workers failed; they start with the first robot move")
+            return
+        finally:
+            self.warmed.set()
+        log.info("%d engine worker(s) ready in %.1f s (pids %s)", self.workers, time.perf_counter() - started,
+                 " ".join(map(str, sorted(set(pids)))))  # fmt: skip
 
     async def _worker(self, pool: ProcessPoolExecutor) -> None:
         while True:
