@@ -95,9 +95,11 @@ class PatienceRules:
         return table_picture.picture_alt(state)
 
     def example_move(self, state: State) -> str | None:
-        """The first legal move, foundation moves first (``base 1`` while the base is chosen)."""
-        moves = state.legal_moves()
-        return patience.format_move(moves[0]) if moves else None
+        """The best move that makes progress (:func:`patience.advice`: foundation moves
+        first, flip when nothing better; ``base 1`` while the base is chosen), or None
+        when no move does."""
+        move = patience.advice(state)
+        return patience.format_move(move) if move is not None else None
 
     def hint(self, state: State, seconds: float) -> str | None:
         move = patience.hint(state, max_seconds=seconds)

@@ -136,13 +136,26 @@ def _with_picture(mail: Mail, table: Table, user: User, reply_hint: str, web: st
     return mail
 
 
+def _plural(count: int, noun: str) -> str:
+    """``1 move``, ``2 moves``."""
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
+def new_deal_line(game_type: str) -> str:
+    """How to start a new deal, by Reply and by Subject (issue 38: the footer said
+    "start a new deal with new" and no more)."""
+    return (f"Reply to this mail with new on the first line to start a new deal (or show), "
+            f"or send {game_type} new USERID PASSWORD.")  # fmt: skip
+
+
 def reply_line(table: Table) -> str:
     """The last line of a board mail: how to answer it by Reply (with a move the
-    rules allow now as the example)."""
+    rules allow now and that makes progress as the example; none when no move does)."""
     if table.game.status != "active":
-        return "Reply to this mail with show on the first line; or start a new deal with new."
-    example = _rules(table.game).example_move(table.state) or "flip"
-    return f"Reply to this mail with your moves (e.g. {example}) on the first line; or undo, hint, show, resign."
+        return new_deal_line(table.game.game_type)
+    example = _rules(table.game).example_move(table.state)
+    moves = f"your moves (e.g. {example})" if example else "your moves"
+    return f"Reply to this mail with {moves} on the first line; or undo, hint, show, resign."
 
 
 def subject_of(game: Game, *, new: bool = False, what: str = "") -> str:
@@ -192,9 +205,15 @@ async def _owner(ctx: Ctx, cmd: Command, words: list[str]) -> tuple[Game, User, 
     return game, user, seat
 
 
+def _over(game: Game) -> str:
+    """The error for a move on an ended board, with how to start a new deal."""
+    return (f"board {game.board_number} is over ({game.result}); to start a new deal, reply new to a "
+            f"mail of the board, or send {game.game_type} new USERID PASSWORD")  # fmt: skip
+
+
 def _require_active(game: Game) -> None:
     if game.status != "active":
-        raise board_error(game, f"board {game.board_number} is over ({game.result}); start a new deal with new")
+        raise board_error(game, _over(game))
 
 
 async def _finish(ctx: Ctx, game: Game, rules: SolitaireRules, state: Any, ending: str) -> None:
@@ -202,7 +221,7 @@ async def _finish(ctx: Ctx, game: Game, rules: SolitaireRules, state: Any, endin
     how = {"won": "won", "lost": "lost", "stuck": "no move left", "resigned": "resigned"}.get(ending, ending)
     game.status = "won" if ending == "won" else "ended"
     game.winner_seat = 1 if ending == "won" else None
-    game.result = f"{how}, score {score}/{rules.max_score} in {game.ply} moves"
+    game.result = f"{how}, score {score}/{rules.max_score} in {_plural(game.ply, 'move')}"
     game.finished_at = ctx.now
     game.deadline_at = None
     ctx.uow.history.add(FinishedGame(game_id=game.id, game_type=game.game_type, board_number=game.board_number,
@@ -288,7 +307,8 @@ async def _play_moves(ctx: Ctx, cmd: Command, game: Game, user: User, texts: lis
         if ending is not None:
             await _finish(ctx, game, rules, state, ending)
             if i < len(texts):
-                stopped = f"the game ended after move {i}; the {len(texts) - i} moves after it were not played"
+                rest = "the move after it was" if len(texts) - i == 1 else f"the {len(texts) - i} moves after it were"
+                stopped = f"the game ended after move {i}; {rest} not played"
             break
     if not played:
         # nothing changed: an error reply (with the table as it is)
@@ -334,7 +354,7 @@ async def undo(ctx: Ctx, cmd: Command) -> None:
     if game.status != "active" and rules.ending((await _state(ctx, game))[0]) not in ("stuck", "lost"):
         # a game the rules ended (no move left, a loss) may be taken back; one that was
         # won, resigned or abandoned may not
-        raise board_error(game, f"board {game.board_number} is over ({game.result}); start a new deal with new")
+        raise board_error(game, _over(game))
     if game.ply == 0:
         raise board_error(game, "there is no move to undo")
     count = min(count, game.ply)
@@ -432,26 +452,63 @@ def results_of(games: list[Game]) -> list[SolitaireResult]:
     ]  # fmt: skip
 
 
+def _counted(games: list[Game]) -> dict[str, tuple[int, int]]:
+    """Per player, the hints and undos used in the games that count in the standings:
+    their best game on each deal (more cards home, then fewer moves; of equals the
+    newest, as :func:`pbmserv_terrace.gametypes.rank_solitaire` takes them)."""
+    best: dict[tuple[str, str, int], Game] = {}
+    for g in games:  # newest first
+        key = (g.seats[0].user.userid, g.variant, _deal(g))
+        kept = best.get(key)
+        if kept is None or (int(g.options.get("score", 0)), -g.ply) > (int(kept.options.get("score", 0)), -kept.ply):
+            best[key] = g
+    used: dict[str, tuple[int, int]] = {}
+    for (player, _, _), g in best.items():
+        hints, undos = used.get(player, (0, 0))
+        used[player] = (hints + int(g.options.get("hints", 0)), undos + int(g.options.get("undos", 0)))
+    return used
+
+
+HOW_HELP_COUNTS = (
+    "Hints and undos change no points: a game counts by its cards home, then",
+    "its moves (moves taken back by undo are not counted). The table shows the",
+    "hints and undos each player used in the games that count; a shared",
+    "deal's line, those of its game.",
+)
+"""what the standings say about hints and undos (issue 38)"""
+
+
 def standings_lines(kind: GameType, games: list[Game], *, limit: int = STANDINGS_DEALS) -> list[str]:
     """The standings of a solitaire (:func:`pbmserv_terrace.gametypes.rank_solitaire`):
     per player, points from every deal they shared with others (one per player
     beaten: more cards home, or as many in fewer moves; half for a tie), then the
-    latest shared deals one by one."""
+    latest shared deals one by one.  Hints and undos change no points; the table
+    shows how many each player used in the games that count, each shared deal's
+    lines those of its game (:data:`HOW_HELP_COUNTS`)."""
     ranking = rank_solitaire(results_of(games))
-    out = [f"{kind.title} standings: {ranking.games} finished games on {ranking.deals} deals", ""]
+    out = [f"{kind.title} standings: {_plural(ranking.games, 'finished game')} on {_plural(ranking.deals, 'deal')}", ""]
     if not ranking.players:
         return [*out, "No game has ended yet."]
-    out.append(f"{'#':>3} {'player':<16} {'points':>6} {'shared':>6} {'games':>5} {'won':>4} {'avg cards':>9} {'avg moves':>9}")
+    used = _counted(games)
+    by_board = {g.board_number: g for g in games}
+    out.append(f"{'#':>3} {'player':<16} {'points':>6} {'shared':>6} {'games':>5} {'won':>4} {'avg cards':>9} "
+               f"{'avg moves':>9} {'hints':>5} {'undos':>5}")  # fmt: skip
     for i, p in enumerate(ranking.players, 1):
+        hints, undos = used.get(p.player, (0, 0))
         out.append(f"{i:>3} {p.player:<16} {p.points:>6g} {p.shared:>6} {p.played:>5} {p.won:>4} "
-                   f"{p.average_cards:>9.1f} {p.average_moves:>9.1f}")  # fmt: skip
+                   f"{p.average_cards:>9.1f} {p.average_moves:>9.1f} {hints:>5} {undos:>5}")  # fmt: skip
+    out += ["", "Games: deals ended (each player's best game on a deal counts).", *HOW_HELP_COUNTS]
     if ranking.shared:
-        out += ["", "Points: one for each player beaten on the same deal (more cards home, then fewer moves)."]
+        out += ["Points: one for each player beaten on the same deal (more cards home, then fewer moves)."]
     for deal in ranking.shared[:limit]:
         out += ["", f"Deal {deal.deal} ({kind.solitaire.variants.get(deal.variant, deal.variant)}):"]
         for i, r in enumerate(deal.results, 1):
-            cards = "card" if r.score == 1 else "cards"
-            out.append(f"  {i}. {r.player:<16} {r.score:>3} {cards} in {r.moves} moves (board {r.board_number})")
+            g = by_board.get(r.board_number)
+            hints, undos = (int(g.options.get("hints", 0)), int(g.options.get("undos", 0))) if g else (0, 0)
+            helped = [_plural(n, noun) for n, noun in ((hints, "hint"), (undos, "undo")) if n]
+            used_text = f" with {' and '.join(helped)}" if helped else ""
+            out.append(f"  {i}. {r.player:<16} {_plural(r.score, 'card'):>9} in {_plural(r.moves, 'move')}{used_text} "
+                       f"(board {r.board_number})")  # fmt: skip
     return out
 
 
@@ -487,7 +544,9 @@ async def list_boards(ctx: Ctx, kind: GameType) -> None:
     lines = [f"{kind.title} boards in play: {len(rows)}", ""]
     for g in rows:
         variant = kind.solitaire.variants.get(g.variant, g.variant)
-        lines.append(f"  board {g.board_number:<6} {g.seats[0].user.userid:<16} {variant:<22} {g.ply:>4} moves, {g.position}")
+        lines.append(
+            f"  board {g.board_number:<6} {g.seats[0].user.userid:<16} {variant:<22} {_plural(g.ply, 'move'):>9}, {g.position}"
+        )
     ctx.reply(f"{kind.title} games", "notice.txt", lines=lines, comment=None)
 
 
@@ -509,7 +568,7 @@ async def games(ctx: Ctx, cmd: Command) -> None:
     for g in rows:
         state = "in play" if g.status == "active" else g.result
         lines.append(f"  board {g.board_number:<6} {kind.solitaire.variants.get(g.variant, g.variant):<22} "
-                     f"deal {_deal(g):<12} {g.ply:>4} moves, {g.position}; {state}")  # fmt: skip
+                     f"deal {_deal(g):<12} {_plural(g.ply, 'move'):>9}, {g.position}; {state}")  # fmt: skip
     ctx.reply(f"{kind.title} games", "notice.txt", lines=lines, comment=None)
 
 
@@ -535,7 +594,7 @@ def help_lines(kind: GameType) -> list[str]:
 def abandon(ctx: Ctx, game: Game, why: str) -> None:
     """End an active solitaire board without a mail (its player's account is deleted)."""
     game.status = "ended"
-    game.result = f"{why}, score {int(game.options.get('score', 0))} in {game.ply} moves"
+    game.result = f"{why}, score {int(game.options.get('score', 0))} in {_plural(game.ply, 'move')}"
     game.finished_at = ctx.now
     game.deadline_at = None
 

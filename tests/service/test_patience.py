@@ -184,7 +184,7 @@ def test_resign_ends_the_game_with_its_score(h: Harness) -> None:
     new(h)
     h.send("ann", "patience move 101 ann pw-ann base 1")
     [r] = h.send("ann", "patience resign 101 ann pw-ann")
-    assert "ann resigns" in r.body and "Game over: resigned, score 1/104 in 1 moves" in r.body
+    assert "ann resigns" in r.body and "Game over: resigned, score 1/104 in 1 move" in r.body
     status, *_ = board_state(h)
     assert status == "ended"
     [r] = h.send("ann", "patience move 101 ann pw-ann flip")
@@ -198,7 +198,7 @@ def test_a_resigned_or_abandoned_deal_shows_as_ended(h: Harness) -> None:
     h.send("ann", "patience move 101 ann pw-ann base 1")
     h.send("ann", "patience resign 101 ann pw-ann")
     [r] = h.send("ben", "patience show 101")
-    assert "Resigned with 1 cards on the foundations." in r.body and "Your move" not in r.body
+    assert "Resigned with 1 card on the foundations." in r.body and "Your move" not in r.body
     new(h, "ben")
     h.send("ben", "delete ben pw-ben")
     [r] = h.send("ann", "patience show 102")

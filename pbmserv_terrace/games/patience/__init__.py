@@ -7,6 +7,7 @@ Pure rules core, standard library only.  The mail service uses:
   :class:`MoveSyntaxError`, both ValueErrors with a sentence for the player);
 - :meth:`State.is_over`, :meth:`State.outcome`, :attr:`State.score`, :meth:`State.legal_moves`;
 - :func:`render` (ASCII, <= 72 columns), :func:`hint`, :func:`solve`, :func:`help_text`;
+- :func:`advice` and :func:`progress_moves`: moves that make progress, for examples;
 - :func:`get_variant`, :data:`VARIANTS`, :func:`deal_of_the_day`, :func:`parse_move`, :func:`format_move`.
 
 Undo: states are values; keep the move texts and :func:`replay` all but the last.
@@ -47,6 +48,7 @@ Where the source (the PySolFC rules page kept in shared/sources) is vague, we de
 
 from __future__ import annotations
 
+from .advice import advice, progress_moves
 from .cards import CardError, card_text, parse_card
 from .deal import deal_of_the_day, shuffled
 from .moves import Move, MoveSyntaxError, Pile, format_move, parse_move
@@ -70,10 +72,10 @@ def help_text(variant: Variant | str | None = None) -> str:
         "card at a time. A space is filled from the waste (w-t3) or with the",
         "next stock card (s-t3); while a space is empty only one card may be",
         "turned until it is filled or the waste's top card is played (the stock",
-        "is locked). The reserve is all shown; its top card goes only to a",
-        "foundation. The stock is turned one card at a time and not again",
-        "(General Patience: once, then every card turned must be played or you",
-        "lose).",
+        "is locked). The reserve is all shown, its top card last; that card",
+        "goes only to a foundation. The stock is turned one card at a time and",
+        "not again (General Patience: once, then every card turned must be",
+        "played or you lose). Every pile is listed bottom to top.",
         "",
         "Moves: FROM-TO with r reserve, w waste, s stock, f1-f8 (f: any that",
         "fits), t1-t9: r-f3, w-t2, t4-t1, s-t5; flip (turn a card); base 7h or",
@@ -101,6 +103,7 @@ __all__ = [
     "SolveResult",
     "State",
     "Variant",
+    "advice",
     "card_text",
     "deal_of_the_day",
     "format_move",
@@ -110,6 +113,7 @@ __all__ = [
     "new_game",
     "parse_card",
     "parse_move",
+    "progress_moves",
     "render",
     "replay",
     "shuffled",

@@ -26,6 +26,7 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Literal
 
+from .advice import advice, is_progress
 from .cards import DECK_SIZE, is_red, rank_of
 from .moves import Move, Pile
 from .state import State
@@ -117,13 +118,15 @@ def _search(
 
 
 def hint(state: State, *, max_seconds: float = 0.5) -> Move | None:
-    """One good move: the first move of a winning line if the solver finds one in time,
-    else the first legal move in the solver's order (foundation moves first).  None
-    when the game is over or no move is left."""
-    moves = state.legal_moves(canonical=True)
-    if not moves:
+    """One good move that makes progress: the first move of a winning line if the solver
+    finds one in time and that move makes progress (:func:`.advice.is_progress`: a line
+    that wins may start by moving a card to and fro), else the advice
+    (:func:`.advice.advice`: foundation moves first, ``flip`` when nothing better).  None
+    when the game is over or no move makes progress.  Following only the hints, no
+    position comes twice (:mod:`.advice`)."""
+    if not state.legal_moves(canonical=True):
         return None
     result = solve(state, max_nodes=200_000, max_seconds=max_seconds)
-    if result.verdict == "won" and result.line:
+    if result.verdict == "won" and result.line and is_progress(state, result.line[0]):
         return result.line[0]
-    return moves[0]
+    return advice(state)

@@ -45,8 +45,11 @@ def test_double_deck_reserve_size_and_one_card_per_pile(key: str, deal: int) -> 
 def test_reserve_cards_are_all_visible(key: str) -> None:
     s = started(key)
     text = render(s)
-    reserve_lines = text.split("Reserve")[1].split("f1 ")[0].split()
-    assert reserve_lines[1:] == [card_text(c) for c in s.reserve]
+    head, row = text.split("Reserve")[1].split("f1 ")[0].split(":", 1)
+    assert row.split() == [card_text(c) for c in s.reserve]
+    # which end is the top is said, not only rung in the picture (issue 38)
+    assert head == f" {len(s.reserve)}, top {card_text(s.reserve[-1])}"
+    assert "Piles read bottom to top: the last card shown is the top card." in text
 
 
 # ------------------------------------------------------------ reserve: only its top card, only to foundations
