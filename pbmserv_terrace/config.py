@@ -177,6 +177,25 @@ class WebConfig:
     def enabled(self) -> bool:
         return self.listen not in ("", "off")
 
+    @property
+    def link_base(self) -> str:
+        """Where mails link the archive: ``public_url``; else, when the archive listens
+        on a loopback address (the embedded default, whose players read their mail on
+        this machine), that address; else nothing (an operator's public address is
+        never guessed)."""
+        if self.public_url:
+            return self.public_url.rstrip("/")
+        if not self.enabled:
+            return ""
+        host, port = self.address()
+        try:
+            loopback = ipaddress.ip_address(host.strip("[]")).is_loopback
+        except ValueError:
+            loopback = host == "localhost"
+        if not loopback:
+            return ""
+        return f"http://{'[' + host.strip('[]') + ']' if ':' in host else host}:{port}"
+
     def address(self) -> tuple[str, int]:
         """(host, port) of ``listen`` (validated by :func:`load_config`)."""
         return parse_listen(self.listen)

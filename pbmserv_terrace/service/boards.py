@@ -237,6 +237,9 @@ async def mail_game(
     view = await game_view(ctx, game, notes=notes)
     body = render(template, game=view, headline=headline, comment=comment, example=example_move(game, position(game)))
     body += web_line(ctx, game)
+    if new and not headline and view.status_lines:  # the HTML heading: "Terrace Board 102: new board, it is …"
+        first = view.status_lines[0].rstrip(".")
+        headline = "new board, " + first[:1].lower() + first[1:]
     picture = BoardPicture(view, headline, comment)
     users: list[User] = [s.user for s in game.seats]
     users += await ctx.subscribers(game.id)
@@ -248,7 +251,7 @@ async def mail_game(
 
 def web_line(ctx: Ctx, game: Game) -> str:
     """The board's page in the web archive, when the server has a public address."""
-    url = ctx.config.web.public_url
+    url = ctx.config.web.link_base
     return f"\nThis board on the web: {url}/boards/{game.game_type}/{game.board_number}\n" if url else ""
 
 

@@ -117,3 +117,17 @@ def test_chat_by_reply_on_a_finished_board_does_not_offer_moves(h):
     notes = [r for r in chat if "went to the board as chat" in r.subject]
     assert notes and "resign, draw" not in notes[0].body and "The game is over" in notes[0].body
     assert first
+
+
+def test_the_new_board_html_has_a_whole_heading_and_folds_the_ascii_board(h):
+    ann = mine(h.send("ann", "terrace challenge ann pw-ann ben"), "ann")
+    html = ann.html
+    heading = html.split("<h1", 1)[1].split(">", 1)[1].split("</h1>", 1)[0]
+    assert heading == "Terrace Board 101: new board, it is ann&#39;s turn (army 1, t), ply 1", heading
+    assert "<details" in html and html.index("<details") < html.index("<pre")
+
+
+def test_the_embedded_default_links_each_board_mail_to_its_page_on_the_local_archive(h):
+    assert h.config.web.link_base == "http://127.0.0.1:8080", "the harness runs the embedded default"
+    ann = mine(h.send("ann", "terrace challenge ann pw-ann ben"), "ann")
+    assert "This board on the web: http://127.0.0.1:8080/boards/terrace/101" in ann.body
