@@ -263,7 +263,8 @@ def example_move(game: Game, pos: BoardPosition) -> str:
 def reply_hint(game: Game, seat: Seat) -> str:
     """The last line of a board mail to a player: how to answer it by Reply."""
     if game.status != "active":
-        return "Reply to this mail with show, or chat and your message, on the first line."
+        rematch = "rematch for a new game, " if game.status != "removed" else ""
+        return f"Reply to this mail with {rematch}show, or chat and your message, on the first line."
     pos = position(game)
     if game.draw_votes or game.undo_votes:
         kind = "draw" if game.draw_votes else "undo"

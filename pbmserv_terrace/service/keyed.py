@@ -204,6 +204,8 @@ def _command(game: Game, user: User, said: ReplyCommand) -> Command:
         return Command("move", kind, [board, uid, "", said.verb], comment=said.comment, text=said.verb)
     if said.verb == "show":
         return Command("show", kind, [board], text="show")
+    if said.verb == "rematch":
+        return Command("rematch", kind, [board, uid, ""], comment=said.comment, text="rematch")
     return Command("chat", kind, [board, uid, ""], comment=said.comment, text="chat")
 
 
@@ -213,7 +215,8 @@ def _notes(said: ReplyCommand, game: Game) -> list[str]:
     first = said.comment.strip().split("\n", 1)[0][:60]
     went = f"The first line of your reply ({first!r}) is not a command, so your reply went to the board as a chat message."
     if game.status != "active":
-        return [went, "The game is over: reply with show, or chat and your message, on the first line."]
+        rematch = "rematch for a new game, " if game.status != "removed" else ""
+        return [went, f"The game is over: reply with {rematch}show, or chat and your message, on the first line."]
     return [
         went,
         f"To play, reply with the move alone on the first line (e.g. {move_example(game.game_type)}); or resign, draw, "

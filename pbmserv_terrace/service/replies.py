@@ -19,8 +19,12 @@ from ..store import UnitOfWork
 from .context import CommandError, Mail
 
 log = logging.getLogger("pbmserv.service")
-_ERROR_SUBJECT = re.compile(rf"^(?:(?:{TITLES_PATTERN})\s+(?:board\s+\d+\s+)?error|.*: results of multiple)$", re.IGNORECASE)
-"""the subjects of our error mails, of every game (``Patience Board 5 Error``)"""
+_ERROR_SUBJECT = re.compile(
+    rf"^(?:(?:{TITLES_PATTERN})\s+(?:board\s+\d+\s+)?error|[^:]{{1,100}}: (?:results of multiple|how to play))$", re.IGNORECASE
+)
+"""the subjects of our error mails, of every game (``Patience Board 5 Error``), and of
+the answers that are never answered back when a reply to them holds no command
+(``multiple``'s results, the short help a mail of plain words gets)"""
 SYNTHETIC_ID_DOMAIN = "@pbmserv.invalid>"
 """Message-IDs made up for mails that had none: never put in In-Reply-To"""
 

@@ -51,14 +51,11 @@ def test_the_short_help_never_loops(h):
     # automatic mail is never answered
     assert h.send("newbie", "Hi there", extra={"Auto-Submitted": "auto-replied"}) == []
     assert h.send("MAILER-DAEMON@players.test", "Hello") == []
-    # a responder that sends our subject back gets no help again, and its answer to that, nothing
+    # a responder that sends our subject back (with or without Re:) gets nothing
     first = h.send("newbie", "Hi there")[0]
     assert first.subject == "PBM Server: how to play"
     for subject in (first.subject, "Re: " + first.subject):
-        echo = h.send("newbie", subject, "I am away.\n\n> " + first.body[:40])
-        assert len(echo) == 1 and SHORT_HELP not in echo[0].body and echo[0].subject == "Terrace error"
-        assert h.send("newbie", echo[0].subject, "I am away.") == []
-        assert h.send("newbie", "Re: " + echo[0].subject, "I am away.") == []
+        assert h.send("newbie", subject, "I am away.\n\n> " + first.body[:40]) == []
     # a 10,000-word subject is no greeting: refused as before
     assert "at most 200 words" in h.send("newbie", " ".join(["word"] * 10_000))[0].body
 

@@ -131,3 +131,16 @@ def test_the_embedded_default_links_each_board_mail_to_its_page_on_the_local_arc
     assert h.config.web.link_base == "http://127.0.0.1:8080", "the harness runs the embedded default"
     ann = mine(h.send("ann", "terrace challenge ann pw-ann ben"), "ann")
     assert "This board on the web: http://127.0.0.1:8080/boards/terrace/101" in ann.body
+
+
+def test_rematch_by_reply_starts_the_same_game_with_the_colours_swapped(h):
+    replies = h.send("ann", "terrace challenge ann pw-ann ben -short")
+    for mover in ("ann", "ben"):  # a round, so that a resignation ends the game (not removes the board)
+        replies = h.move(101, mover, example_in(mine(replies, mover)))
+    over = mine(h.move(101, "ann", "resign"), "ben")
+    assert "Reply to this mail with rematch for a new game" in over.body
+    again = answer(h, over, "rematch")
+    assert h.last is not None and h.last.status == "ok", [r.body[:300] for r in again]
+    ben = mine(again, "ben")
+    assert ben.subject.startswith("New Terrace Board 102 ben") and "Players (short" in ben.body
+    assert "It is ben's turn (army 1" in ben.body

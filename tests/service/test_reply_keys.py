@@ -69,7 +69,7 @@ def test_board_mails_carry_a_reply_address_and_say_how_to_use_it(h):
     pos = parse_tpn(board_tpn(h))
     example = ann.body.rsplit("(e.g. ", 1)[1].split(")")[0]
     assert any(f"{pos.geo.name(m.frm)}-{pos.geo.name(m.to)}" == example for m in pos.legal_moves())
-    assert "It is ann's turn: reply to this mail with queue and your move" in ben.body
+    assert "It is ann's turn: reply to this mail with queue and your next move (e.g. queue " in ben.body
 
 
 def test_a_game_played_to_its_end_with_nothing_but_replies(h):
@@ -98,7 +98,7 @@ def test_a_game_played_to_its_end_with_nothing_but_replies(h):
             break
         mover = "ben" if mover == "ann" else "ann"
     assert "Game over" in last["ann"].body and "wins" in last["ann"].body
-    assert "Reply to this mail with show, or chat" in last["ann"].body
+    assert "Reply to this mail with rematch for a new game, show, or chat" in last["ann"].body
 
 
 def test_each_bad_reply_answers_clearly_and_changes_nothing(h):
