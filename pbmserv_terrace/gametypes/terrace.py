@@ -102,7 +102,7 @@ class TerraceRules:
 
     def example_move(self, pos: Position) -> str:
         """A move that is legal for the army to move, for hints: one that brings a
-        piece nearest its goal corner (``d2-e3`` at the long start) and does not
+        piece nearest its goal corner (``b2-c3`` at the long start) and does not
         lose at once when another move does not (:mod:`..games.terrace.example`),
         or ``d2-e3`` when the army has no move."""
         return _example_move(pos)
