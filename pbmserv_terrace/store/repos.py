@@ -187,6 +187,8 @@ class Users:
 
 
 FIRST_BOARD = 101
+ALL_GAMES = "*"
+"""the ``board_counters`` row every game's boards are numbered from"""
 """board numbers start at 101 for every game type (COMMANDS.md §3)"""
 
 
@@ -197,24 +199,29 @@ class Games:
         """boards a batch read (and on PostgreSQL locked) ahead, by (type, number)"""
 
     async def next_board_number(self, game_type: str) -> int:
-        """Allocate the next board number of ``game_type`` (101, 102, …).  The UPDATE
-        locks the counter row until commit, so concurrent challenges serialise here.
-        A game type's first board makes its counter (a game added to the table
-        needs no migration); of two first boards at once, one insert waits for the
-        other and fails, and takes the next number."""
+        """Allocate the next board number (101, 102, …): one series for every game
+        (issue 38: one inbox never holds two "Board 101"s), so ``game_type`` only
+        names the game the board is for.  The UPDATE locks the counter row until
+        commit, so concurrent challenges serialise here.  The counter is the row
+        :data:`ALL_GAMES` (made by migration 0009 after every number issued); a
+        database without it makes it the same way, and of two first boards at
+        once, one insert waits for the other and fails, and takes the next number."""
         stmt = (
             update(BoardCounter)
-            .where(BoardCounter.game_type == game_type)
+            .where(BoardCounter.game_type == ALL_GAMES)
             .values(next_number=BoardCounter.next_number + 1)
             .returning(BoardCounter.next_number)
             .execution_options(synchronize_session=False)
         )
         new = (await self.s.execute(stmt)).scalar_one_or_none()
         if new is None:
+            counted = (await self.s.execute(select(func.max(BoardCounter.next_number)))).scalar()
+            issued = (await self.s.execute(select(func.max(Game.board_number)))).scalar()
+            first = max(FIRST_BOARD, int(counted or 0), int(issued or 0) + 1)
             try:
                 async with self.s.begin_nested():
-                    self.s.add(BoardCounter(game_type=game_type, next_number=FIRST_BOARD + 1))
-                return FIRST_BOARD
+                    self.s.add(BoardCounter(game_type=ALL_GAMES, next_number=first + 1))
+                return first
             except IntegrityError:
                 new = (await self.s.execute(stmt)).scalar_one()
         return int(new) - 1

@@ -123,7 +123,7 @@ def test_all_show(h):
     h.send("ann", "terrace6x6 challenge ann pw-ann ben")
     r = h.send("x", "all show ann")
     assert r[0].subject == "Terrace summaries (2 boards)"
-    assert "Summary of Terrace Board 101" in r[0].body and "Summary of Terrace6x6 Board 101" in r[0].body
+    assert "Summary of Terrace Board 101" in r[0].body and "Summary of Terrace6x6 Board 102" in r[0].body
 
 
 @pytest.mark.parametrize(

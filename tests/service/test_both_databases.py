@@ -28,8 +28,8 @@ def test_listing_a_players_boards(h: Harness) -> None:
     [r] = h.send("ann", "all show ann")
     assert "Terrace Board 101" in r.body
     [r] = h.send("ben", "patience games ann")
-    assert "board 101" in r.body and "deal 4" in r.body
+    assert "board 103" in r.body and "deal 4" in r.body
     replies = h.send("ann", "delete ann pw-ann")
     notice = next(r for r in replies if "has been deleted" in r.body)
-    assert "terrace 101" in notice.body and "patience 101" in notice.body, notice.body
+    assert "terrace 101" in notice.body and "patience 103" in notice.body, notice.body
     assert h.last is not None and h.last.status != "failed"

@@ -114,9 +114,21 @@ def test_keys_mailed_before_the_change_still_play():
                 await uow.secrets.put("reply_keys", SECRET_HEX)
                 await uow.commit()
 
+        async def as_before_one_series() -> None:
+            # each game had its own board 101 before boards shared one series
+            # (migration 0009): the next board is 101 again, of another game
+            from sqlalchemy import text
+
+            from pbmserv_terrace.store import UnitOfWork
+
+            async with UnitOfWork(h.db) as uow:
+                await uow.session.execute(text("UPDATE board_counters SET next_number = 101 WHERE game_type = '*'"))
+                await uow.commit()
+
         h.loop.run_until_complete(set_secret())
         h.signup("ann", "ben")
         for game, move in (("terrace", "d2-e3"), ("terrace6x6", None)):
+            h.loop.run_until_complete(as_before_one_series())
             ann0 = mine(h.send("ann", f"{game} challenge ann pw-ann ben"), "ann")
             # the new code mails ann (user 4) the very key the old code made
             assert parseaddr(ann0.headers["reply-to"])[1] == key_address(SERVER, OLD_KEYS[game, True])
@@ -126,6 +138,7 @@ def test_keys_mailed_before_the_change_still_play():
             )
             played = mine(answer(h, legacy, move), "ben").body
             assert played.split("ann played ", 1)[1].split("\n", 1)[0].endswith(move), (game, played[:200])
+        h.loop.run_until_complete(as_before_one_series())
         first = h.send("ann", "patience new ann pw-ann -terrace --deal=4")[0]
         legacy = Reply(
             first.to, first.subject, first.body, {**first.headers, "reply-to": key_address(SERVER, OLD_KEYS["patience", True])}

@@ -337,7 +337,7 @@ def test_showas_all_show_next_and_list(h):
     assert "Your queued moves: d7-d6" in mine
     assert "queued" not in h.send("ann", "terrace show 101")[0].body
     nxt = h.send("x", "all show ben next")
-    assert nxt[0].subject == "Terrace6x6 Board 101 ben" and "Summary of Terrace6x6 Board 101" in nxt[0].body
+    assert nxt[0].subject == "Terrace6x6 Board 102 ben" and "Summary of Terrace6x6 Board 102" in nxt[0].body
     table = h.send("x", "terrace list")[0].body
     assert "101" in table and "ann* ben" in table
     listing = h.send("x", "list")[0].body

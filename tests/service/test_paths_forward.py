@@ -68,13 +68,13 @@ def test_games_without_a_game_word_lists_every_board_game_and_not_a_board_she_le
     h.send("ann", "terrace6x6 challenge ann pw-ann ben")
     replies = h.send("ann", "terrace challenge ann pw-ann ben cat")
     for mover in ("ann", "ben", "cat"):  # one round, then ann resigns: the game goes on without her
-        replies = h.move(102, mover, example_in(mine(replies, mover)))
-    assert "ann" in h.move(102, "ann", "resign")[0].body
+        replies = h.move(103, mover, example_in(mine(replies, mover)))
+    assert "ann" in h.move(103, "ann", "resign")[0].body
     listing = h.send("ann", "games ann")[0].body
     rows = [line.split()[:2] for line in listing.splitlines() if line[:1].isdigit()]
-    assert ["101", "terrace"] in rows and ["101", "terrace6x6"] in rows
-    assert ["102", "terrace"] not in rows, listing
-    assert ["102", "terrace"] in [line.split()[:2] for line in h.send("ann", "games ann inactive")[0].body.splitlines()]
+    assert ["101", "terrace"] in rows and ["102", "terrace6x6"] in rows
+    assert ["103", "terrace"] not in rows, listing
+    assert ["103", "terrace"] in [line.split()[:2] for line in h.send("ann", "games ann inactive")[0].body.splitlines()]
     only = h.send("ann", "terrace6x6 games ann")[0].body
     assert [line.split()[1] for line in only.splitlines() if line[:1].isdigit()] == ["terrace6x6"]
 
@@ -144,3 +144,11 @@ def test_rematch_by_reply_starts_the_same_game_with_the_colours_swapped(h):
     ben = mine(again, "ben")
     assert ben.subject.startswith("New Terrace Board 102 ben") and "Players (short" in ben.body
     assert "It is ben's turn (army 1" in ben.body
+
+
+def test_every_game_numbers_its_boards_from_one_series(h):
+    terrace = h.send("ann", "terrace challenge ann pw-ann ben")
+    six = h.send("ann", "terrace6x6 challenge ann pw-ann ben")
+    deal = h.send("ann", "patience new ann pw-ann")
+    subjects = [mine(terrace, "ann").subject, mine(six, "ann").subject, deal[0].subject]
+    assert subjects == ["New Terrace Board 101 ann", "New Terrace6x6 Board 102 ann", "New Patience Board 103 ann"]

@@ -302,7 +302,7 @@ def test_games_list_and_help(h: Harness) -> None:
     assert "'challenge' is not a patience command" in r.body
     h.send("ann", "terrace challenge ann pw-ann ben")
     [r] = h.send("ann", "all show ann")
-    assert "Terrace Board 101" in r.body
+    assert "Terrace Board 102" in r.body  # one series of numbers for every game
 
 
 def test_deleting_the_account_ends_the_deal(h: Harness) -> None:

@@ -136,6 +136,8 @@ def test_board_mails_link_the_web_archive_when_it_has_a_public_address():
     h = Harness()
     try:
         h.signup("ann", "ben")
+        h.config.web.listen = "off"  # no public address and no archive on loopback: no link
+        h.service.config = h.config
         plain = h.send("ann", "terrace challenge ann pw-ann ben")
         assert "on the web" not in plain[0].body
         h.config.web.public_url = "https://terrace.club.test"
