@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import functools
 import re
+from typing import Any
 
 from ..games.ranking import Ranking as SolitaireRanking
 from ..games.ranking import Result as SolitaireResult
@@ -91,7 +92,7 @@ def board_size(name: str) -> int:
     return GAME_TYPES[name].board_size
 
 
-def board_rules(name: str | None) -> BoardRules:
+def board_rules(name: str | None) -> BoardRules[Any, Any]:
     """The rules of board game ``name`` (AssertionError for a solitaire)."""
     return game_type(name).board
 

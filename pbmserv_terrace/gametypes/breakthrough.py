@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ..games.breakthrough import (
     ARMY_NAMES,
@@ -42,7 +43,7 @@ from ..games.breakthrough import (
 )
 from ..games.breakthrough.picture import FILL, SIZE
 from ..games.breakthrough.robot import example_move as safe_example
-from .base import Outcome
+from .base import BoardRules, Outcome
 
 COLOUR_NAMES = {WHITE: "white", BLACK: "black"}
 """the pawns' colours in words, for the board mail's list of players"""
@@ -155,3 +156,7 @@ class BreakthroughRules:
 
     def army_out(self, army: int) -> str:
         return f" lost every {ARMY_NAMES[army]} pawn."
+
+
+if TYPE_CHECKING:  # mypy checks the adapter against the protocol, over the game's own types
+    CHECKED: BoardRules[Position, Move] = BreakthroughRules(8)

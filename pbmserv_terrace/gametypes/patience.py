@@ -7,12 +7,13 @@ import datetime
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from ..games import patience
 from ..games.patience import State
 from ..games.patience import picture as table_picture
 from ..games.patience.deal import MAX_DEAL, check_deal_number
-from .base import IllegalMoveError
+from .base import IllegalMoveError, SolitaireRules
 
 NOTATION = "FROM-TO with piles r, w, s, f1-f8 (or f), t1-t9 (e.g. w-t3, t4-f, s-t2), flip, base CARD (e.g. base 7h)"
 
@@ -107,3 +108,7 @@ class PatienceRules:
 
     def help_text(self, variant: str | None = None) -> str:
         return patience.help_text(variant)
+
+
+if TYPE_CHECKING:  # mypy checks the adapter against the protocol, over the game's own types
+    CHECKED: SolitaireRules[State] = PatienceRules()

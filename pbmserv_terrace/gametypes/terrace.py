@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ..games.terrace import (
     MOVE_FORMS,
@@ -26,7 +27,7 @@ from ..games.terrace.example import example_move
 from ..games.terrace.perft import perft
 from ..games.terrace.picture import ARMY_COLOUR_NAME, ARMY_FILL, WIDTH, mail_png, page_svg, picture_alt
 from ..games.terrace.pieces import piece_text
-from .base import Outcome
+from .base import BoardRules, Outcome
 
 TWO_PLAYER_SETUPS = ("long", "medium", "short", "master")
 
@@ -147,3 +148,7 @@ class TerraceRules:
         """Whether the robot playing ``army`` accepts a draw offer: only when its own
         search says it stands worse."""
         return accepts_draw(pos, army, level=level, ply=ply)
+
+
+if TYPE_CHECKING:  # mypy checks the adapter against the protocol, over the game's own types
+    CHECKED: BoardRules[Position, Move] = TerraceRules(8)

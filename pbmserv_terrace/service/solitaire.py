@@ -37,7 +37,7 @@ def _kind(cmd: Command) -> GameType:
     return GAME_TYPES[cmd.game_type or ""]
 
 
-def _rules(game: Game) -> SolitaireRules:
+def _rules(game: Game) -> SolitaireRules[Any]:
     return GAME_TYPES[game.game_type].solitaire
 
 
@@ -60,7 +60,7 @@ def _variant_name(game: Game) -> str:
     return _rules(game).variants.get(game.variant, game.variant)
 
 
-def _summary(rules: SolitaireRules, state: Any) -> str:
+def _summary(rules: SolitaireRules[Any], state: Any) -> str:
     return f"score {rules.score(state)}/{rules.max_score}"
 
 
@@ -216,7 +216,7 @@ def _require_active(game: Game) -> None:
         raise board_error(game, _over(game))
 
 
-async def _finish(ctx: Ctx, game: Game, rules: SolitaireRules, state: Any, ending: str) -> None:
+async def _finish(ctx: Ctx, game: Game, rules: SolitaireRules[Any], state: Any, ending: str) -> None:
     score = rules.score(state)
     how = {"won": "won", "lost": "lost", "stuck": "no move left", "resigned": "resigned"}.get(ending, ending)
     game.status = "won" if ending == "won" else "ended"
@@ -229,7 +229,7 @@ async def _finish(ctx: Ctx, game: Game, rules: SolitaireRules, state: Any, endin
                                      finished_at=ctx.now))  # fmt: skip
 
 
-def _record(ctx: Ctx, game: Game, text: str, rules: SolitaireRules, state: Any) -> None:
+def _record(ctx: Ctx, game: Game, text: str, rules: SolitaireRules[Any], state: Any) -> None:
     game.ply += 1
     ctx.uow.moves.add(MoveRecord(game_id=game.id, ply=game.ply, seat=1, move=text, auto=False, played_at=ctx.now))
     game.last_move_at = ctx.now
@@ -376,7 +376,7 @@ async def undo(ctx: Ctx, cmd: Command) -> None:
     await mail_table(ctx, table)
 
 
-async def _in_play(ctx: Ctx, cmd: Command) -> tuple[Game, User, SolitaireRules, Any, list[str]]:
+async def _in_play(ctx: Ctx, cmd: Command) -> tuple[Game, User, SolitaireRules[Any], Any, list[str]]:
     """``VERB BOARD USERID PASSWORD`` on a deal still in play: the board, its player,
     its rules, its state and the moves that reached it."""
     game, user, _ = await _owner(ctx, cmd, need(cmd, 3, 3))

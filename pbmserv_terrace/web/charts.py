@@ -44,6 +44,6 @@ def rating_chart(points: list[Point], label: str) -> str:
             f'<circle cx="{x}" cy="{y}" r="2.5" fill="#0072B2"><title>board {point.board_number}, '
             f"{point.when:%Y-%m-%d}: {round(point.rating)}</title></circle>"
         )
-    parts.append(f'<text x="{WIDTH - PAD}" y="{HEIGHT - 8}" font-size="10" text-anchor="end">{len(points)} rated games</text>')
+    parts.append(f'<text x="{WIDTH - PAD}" y="{HEIGHT - 8}" font-size="10" text-anchor="end">{len(points)} rated game{"" if len(points) == 1 else "s"}</text>')
     parts.append("</svg>")
     return "".join(parts)

@@ -25,7 +25,7 @@ STANDINGS_DEALS = 8
 """shared deals listed under a solitaire's standings (as the mail's ``standings``)"""
 
 
-def solitaire_rules(game_type: str) -> SolitaireRules:
+def solitaire_rules(game_type: str) -> SolitaireRules[Any]:
     return GAME_TYPES[game_type].solitaire
 
 
@@ -62,7 +62,7 @@ class TableFrame:
     played_at: datetime | None = None
 
 
-def _settled(game: GameRow, rules: SolitaireRules, state: Any, ply: int) -> Any:
+def _settled(game: GameRow, rules: SolitaireRules[Any], state: Any, ply: int) -> Any:
     """The state as the game left it: a game over whose last state the rules still call
     open was stopped by its player (resign, or an account closed) and is shown so."""
     if ply == game.ply and game.status != "active" and rules.ending(state) is None:
