@@ -326,7 +326,4 @@ def example_move(pos: Position) -> Move | None:
     """A reply's example move: the first in :func:`reading_order` that does not
     :func:`lose at once <loses_at_once>`, else the first of all (None: no move)."""
     moves = reading_order(pos)
-    for move in moves:
-        if not loses_at_once(pos, move):
-            return move
-    return moves[0] if moves else None
+    return next((m for m in moves if not loses_at_once(pos, m)), moves[0] if moves else None)
