@@ -139,6 +139,15 @@ class BoardRules(Protocol[P, M]):
         """A legal move of the side to move, for the reply hint."""
         ...
 
+    def move_choices(self, pos: P) -> list[tuple[str, list[tuple[str, str, bool]]]]:
+        """Every legal move of the side to move, grouped by the piece that makes it,
+        for the board mail's move links (issue 39): ``(piece, targets)`` with the
+        piece as its letter and square (``"C d2"``) and each target as ``(square,
+        move text, is capture)`` (``("e3", "d2-e3", False)``).  Each legal move
+        appears once; its text is what a player writes, and :meth:`parse_move`
+        reads it back as that move.  Empty when the game is over."""
+        ...
+
     def robot_move(self, text: str, level: int, ply: int, history: Sequence[str] = ()) -> tuple[str, str]:
         """The robot's move in the position string ``text`` and its comment (runs in
         a worker process: strings in and out)."""
@@ -268,6 +277,12 @@ class SolitaireRules(Protocol[S]):
 
     def example_move(self, state: S) -> str | None:
         """A move the rules allow now, for the reply line (cheap; None when none)."""
+        ...
+
+    def useful_moves(self, state: S) -> list[str]:
+        """The moves that make progress now, the best first, as a player writes them
+        (each one :meth:`play` accepts): the board mail's move links (issue 39).
+        Empty when the game is over or no move makes progress."""
         ...
 
     def hint(self, state: S, seconds: float) -> str | None:

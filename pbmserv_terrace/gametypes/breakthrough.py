@@ -30,6 +30,7 @@ from ..games.breakthrough import (
     dump,
     example_move,
     format_move,
+    legal_moves,
     load,
     looks_like_move,
     material,
@@ -39,6 +40,7 @@ from ..games.breakthrough import (
     play,
     robot_move,
     setup_for,
+    square_name,
     start,
 )
 from ..games.breakthrough.picture import FILL, SIZE
@@ -114,6 +116,19 @@ class BreakthroughRules:
         """A legal move of the side to move (``d2-d3`` at the start), one that does
         not lose at once when another move does not."""
         return _example_move(pos)
+
+    def move_choices(self, pos: Position) -> list[tuple[str, list[tuple[str, str, bool]]]]:
+        """The legal moves by pawn (``("W d4", [("e5", "d4-e5", True), …])``), pawns by
+        square from a1; a move's text is FROM-TO, a capture's too (:func:`parse_move`
+        reads ``d4-e5`` as the capture ``d4xe5``; a reply's first line ``d4xe5`` is
+        not read as a move by :mod:`pbmserv_terrace.commands.reply`, ``d4-e5`` is)."""
+        n = pos.n
+        groups: dict[int, list[tuple[str, str, bool]]] = {}
+        for move in legal_moves(pos):
+            frm, to = square_name(move.frm, n), square_name(move.to, n)
+            groups.setdefault(move.frm, []).append((to, f"{frm}-{to}", pos.is_capture(move)))
+        letter = army_letters(pos.to_move)
+        return [(f"{letter} {square_name(sq, pos.n)}", sorted(groups[sq])) for sq in sorted(groups)]
 
     def robot_move(self, text: str, level: int, ply: int, history: Sequence[str] = ()) -> tuple[str, str]:
         """The robot's move in the position ``text`` and its comment, deterministic

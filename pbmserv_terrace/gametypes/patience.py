@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import datetime
+import itertools
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -14,6 +15,9 @@ from ..games.patience import State
 from ..games.patience import picture as table_picture
 from ..games.patience.deal import MAX_DEAL, check_deal_number
 from .base import IllegalMoveError, SolitaireRules
+
+MAX_USEFUL = 24
+"""the most move links a patience board mail offers (the advice's best first)"""
 
 NOTATION = "FROM-TO with piles r, w, s, f1-f8 (or f), t1-t9 (e.g. w-t3, t4-f, s-t2), flip, base CARD (e.g. base 7h)"
 
@@ -101,6 +105,11 @@ class PatienceRules:
         when no move does."""
         move = patience.advice(state)
         return patience.format_move(move) if move is not None else None
+
+    def useful_moves(self, state: State) -> list[str]:
+        """:func:`patience.progress_moves` (the advice's order: foundation moves first,
+        flip last), at most :data:`MAX_USEFUL` of them."""
+        return [patience.format_move(m) for m in itertools.islice(patience.progress_moves(state), MAX_USEFUL)]
 
     def hint(self, state: State, seconds: float) -> str | None:
         move = patience.hint(state, max_seconds=seconds)

@@ -26,7 +26,7 @@ from ..games.terrace.engine import accepts_draw, choose_move, describe
 from ..games.terrace.example import example_move
 from ..games.terrace.perft import perft
 from ..games.terrace.picture import ARMY_COLOUR_NAME, ARMY_FILL, WIDTH, mail_png, page_svg, picture_alt
-from ..games.terrace.pieces import piece_text
+from ..games.terrace.pieces import KINDS, piece_text
 from .base import BoardRules, Outcome
 
 TWO_PLAYER_SETUPS = ("long", "medium", "short", "master")
@@ -45,6 +45,20 @@ def _example_move(pos: Position) -> str:
     if move is None:
         return "d2-e3"
     return f"{pos.geo.name(move.frm)}-{pos.geo.name(move.to)}"
+
+
+@functools.lru_cache(maxsize=256)
+def _move_choices(pos: Position) -> list[tuple[str, list[tuple[str, str, bool]]]]:
+    """(cached by position object: each player's copy of a board mail asks once)"""
+    if pos.is_over():
+        return []
+    geo, board = pos.geo, pos.board
+    groups: dict[int, list[tuple[str, str, bool]]] = {}
+    for move in pos.legal_moves():
+        frm, to = geo.name(move.frm), geo.name(move.to)
+        groups.setdefault(move.frm, []).append((to, f"{frm}-{to}", bool(board[move.to])))
+    order = sorted(groups, key=lambda sq: (board[sq] & 7, geo.name(sq)))
+    return [(f"{KINDS[board[sq] & 7]} {geo.name(sq)}", sorted(groups[sq])) for sq in order]
 
 
 def height_map(n: int) -> str:
@@ -107,6 +121,12 @@ class TerraceRules:
         lose at once when another move does not (:mod:`..games.terrace.example`),
         or ``d2-e3`` when the army has no move."""
         return _example_move(pos)
+
+    def move_choices(self, pos: Position) -> list[tuple[str, list[tuple[str, str, bool]]]]:
+        """The legal moves by piece, the T first, then A, B, C, D, each kind by square
+        (``("C d2", [("e3", "d2-e3", False), …])``); a move's text is its short form
+        ``d2-e3``, which names it alone (one piece stands on a square)."""
+        return _move_choices(pos)
 
     def robot_move(self, text: str, level: int, ply: int, history: Sequence[str] = ()) -> tuple[str, str]:
         """The robot's move in the position ``text`` and its one-line comment

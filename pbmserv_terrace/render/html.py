@@ -10,6 +10,11 @@ every value with ``|e`` as well: escaping twice is a no-op on Jinja's markup).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from urllib.parse import quote
+
+from markupsafe import Markup
+
 from ..gametypes import DEFAULT_GAME_TYPE, board_rules
 from . import CommentView, GameView, environment
 
@@ -18,6 +23,9 @@ INK = "#1A1A1A"
 MUTED = "#555555"
 RULE = "#BBBBBB"
 QUOTE_BG = "#F4F4F4"
+LINK = "#0645AD"
+LINK_STYLE = f"display:inline-block;padding:0 6px;font-size:15px;color:{LINK};text-decoration:underline;white-space:nowrap;"
+"""a move link: underlined (a link by its look, not its colour only), room for a finger"""
 
 
 def board_html(
@@ -28,8 +36,10 @@ def board_html(
     cid: str,
     alt: str,
     reply_hint: str = "",
+    move_links: str = "",
 ) -> str:
-    """The HTML document of a board mail.
+    """The HTML document of a board mail.  ``move_links``: the block of
+    :func:`move_links_html` (HTML), after the picture.
 
     ``cid`` is the Content-ID of the PNG part (without angle brackets), ``alt`` the
     picture's alt text (the game's ``picture_alt``).  The image is declared at the
@@ -48,6 +58,7 @@ def board_html(
             cid=cid,
             alt=alt,
             reply_hint=reply_hint,
+            move_links=Markup(move_links),  # noqa: S704 (our own HTML: move_links_html)
             width=rules.picture_width,
             army_fill={army: fill for army, (_, fill) in colours.items()},
             army_colour_name={army: name for army, (name, _) in colours.items()},
@@ -75,10 +86,12 @@ def solitaire_html(
     table: str,
     lines: list[str],
     reply_hint: str = "",
+    move_links: str = "",
 ) -> str:
     """The HTML document of a solitaire's board mail: the heading and headline, the
     table as a picture (``cid`` without angle brackets, ``alt`` the table in words),
-    the ASCII table, the lines after it (moves, notes), the reply hint."""
+    the ASCII table, the lines after it (moves, notes), the move links
+    (:func:`move_links_html`), the reply hint."""
     text = (
         environment()
         .get_template("solitaire.html")
@@ -90,10 +103,48 @@ def solitaire_html(
             table=table,
             lines=[line for line in lines if line.strip()],
             reply_hint=reply_hint,
+            move_links=Markup(move_links),  # noqa: S704 (our own HTML: move_links_html)
             width=SOLITAIRE_PICTURE_WIDTH,
             page_bg=PAGE_BG,
             ink=INK,
             muted=MUTED,
         )
+    )
+    return text.rstrip("\n") + "\n"
+
+
+HTML_CLIP_BYTES = 102_000
+"""Gmail shows only the first 102 kB of a mail's HTML ("[Message clipped]"): a board
+mail's HTML part, move links and all, stays under it (tests/service/test_move_links.py;
+figures: bench/move_links.py)"""
+
+MoveGroups = Sequence[tuple[str, Sequence[tuple[str, str, bool]]]]
+"""(piece, [(target, move text, is capture), …]) as :meth:`BoardRules.move_choices` gives them"""
+
+
+def mailto(address: str, subject: str, body: str) -> str:
+    """A ``mailto:`` URL (RFC 6068) to ``address`` with ``subject`` and ``body``, each
+    percent-encoded (UTF-8)."""
+    return f"mailto:{quote(address, safe='@+')}?subject={quote(subject, safe='')}&body={quote(body, safe='')}"
+
+
+def reply_subject(subject: str) -> str:
+    """The Subject a reply to a mail titled ``subject`` has (one ``Re:``)."""
+    return subject if subject[:3].lower() == "re:" else f"Re: {subject}"
+
+
+def move_links_html(groups: MoveGroups, *, address: str, subject: str, heading: str, note: str) -> str:
+    """The move links (issue 39): each target of ``groups`` a ``mailto:`` link to
+    ``address`` (the player's reply-key address) with the reply's Subject to a mail
+    titled ``subject`` and the move text as the body.  '' when there is no move."""
+    if not any(targets for _, targets in groups):
+        return ""
+    re_subject = reply_subject(subject)
+    linked = [(piece, [(label, mailto(address, re_subject, move), capture) for label, move, capture in targets])
+              for piece, targets in groups if targets]  # fmt: skip
+    text = (
+        environment()
+        .get_template("move_links.html")
+        .render(groups=linked, heading=heading, note=note, link_style=LINK_STYLE, ink=INK, muted=MUTED, rule=RULE)
     )
     return text.rstrip("\n") + "\n"

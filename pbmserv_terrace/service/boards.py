@@ -15,7 +15,7 @@ from ..gametypes.base import BoardPosition
 from ..gametypes.view import NOT_MOVES, BoardFacts, SeatFacts, player_state, position_after
 from ..gametypes.view import status_lines as view_status_lines
 from ..render import CommentView, GameView, PlayerView, move_table, render
-from ..render.html import board_html
+from ..render.html import board_html, move_links_html
 from ..store import Game, MoveRecord, Seat, User
 from ..store.repos import Ply
 from .args import shortened
@@ -24,6 +24,10 @@ from .context import CommandError, Ctx, Mail
 RESIGN, FORFEIT = NOT_MOVES
 HINT_MARK = "PBMSERVREPLYHINTMARK"
 """stands for the reply hint in a board mail's HTML drawn once for every player"""
+MOVES_MARK = "PBMSERVMOVELINKSMARK"
+"""stands for the move links (only in the copy to the player to move)"""
+MOVE_LINKS_HEADING = "Your move: tap one to answer"
+MOVE_LINKS_NOTE = "Each link opens a reply with the move in it; send it to play. \u00d7 marks a capture."
 ROUTINE_ROUNDS = 5
 _BOARD_REF = re.compile(r"^(\d{1,9})(?:#(\d{1,6}))?$")
 
@@ -281,6 +285,21 @@ def reply_hint(game: Game, seat: Seat) -> str:
     return f"It is {mover}'s turn: reply to this mail with {queue}, or resign, draw, undo, show, chat."
 
 
+def move_links(game: Game, seat: Seat, address: str, subject: str) -> str:
+    """The move links of a board mail titled ``subject`` (issue 39) for ``seat``'s
+    player, whose reply-key address is ``address``: every legal move, grouped by
+    piece, each a ``mailto:`` link whose body is the move; '' unless it is that
+    player's turn to move (and not to answer a draw or undo request first)."""
+    if game.status != "active" or not seat.active:
+        return ""
+    pos = position(game)
+    votes = game.draw_votes or game.undo_votes
+    if pos.to_move != seat.seat or (votes and seat.seat not in votes):
+        return ""
+    choices = board_rules(game.game_type).move_choices(pos)
+    return move_links_html(choices, address=address, subject=subject, heading=MOVE_LINKS_HEADING, note=MOVE_LINKS_NOTE)
+
+
 def queue_example(game: Game, pos: BoardPosition, army: int) -> str:
     """A move ``army`` could queue: its example move once the others have played
     their example moves ('' when the game would end first)."""
@@ -304,20 +323,24 @@ class BoardPicture:
     comment: CommentView | None = None
     _drawn: str | None = field(default=None, init=False, repr=False)
 
-    def html(self, hint: str) -> str:
+    def html(self, hint: str, links: str = "") -> str:
+        """The HTML part of a copy with the reply ``hint`` and the move ``links``
+        (:func:`move_links`: HTML, '' in every copy but the mover's)."""
         if hint:
-            # drawn once per mail; each player's copy differs only in its hint
+            # drawn once per mail; each player's copy differs only in its hint and links
             if self._drawn is None:
-                self._drawn = self._render(HINT_MARK)
-            return self._drawn.replace(HINT_MARK, str(escape(hint)))
-        return self._render("")
+                self._drawn = self._render(HINT_MARK, MOVES_MARK)
+            return self._drawn.replace(MOVES_MARK + "\n", links).replace(HINT_MARK, str(escape(hint)))
+        return self._render("", links)
 
-    def _render(self, hint: str) -> str:
+    def _render(self, hint: str, links: str) -> str:
         cid = f"board-{self.view.title.lower()}-{self.view.board_number}@pbmserv"
         rules = board_rules(self.view.game_type)
         alt = rules.picture_alt(rules.load(self.view.position)) if self.view.position else "the board"
         comments = [self.comment] if self.comment and self.comment.text else []
-        return board_html(self.view, headline=self.headline, comments=comments, cid=cid, alt=alt, reply_hint=hint)
+        return board_html(
+            self.view, headline=self.headline, comments=comments, cid=cid, alt=alt, reply_hint=hint, move_links=links
+        )
 
     def spec(self) -> dict[str, object]:
         """What :mod:`pbmserv_terrace.app.compose` draws when the mail is sent."""
@@ -353,7 +376,8 @@ async def send_board(
         text = body.rstrip("\n") + "\n\n" + hint + "\n"
         mail = Mail(list(dict.fromkeys(addresses)), subject, text, reply_to=reply_to, reply_key=key)
         if picture is not None and user.pictures:
-            mail.html, mail.picture = picture.html(hint), picture.spec()
+            links = move_links(game, seat, reply_to, subject)
+            mail.html, mail.picture = picture.html(hint, links), picture.spec()
         ctx.out.append(mail)
     ctx.send(others[False], subject, body)
     if others[True] and picture is not None:

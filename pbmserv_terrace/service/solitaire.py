@@ -19,7 +19,7 @@ from typing import Any
 from ..commands import Command
 from ..commands.table import help_entries
 from ..gametypes import GAME_TYPES, Family, GameType, IllegalMoveError, SolitaireResult, SolitaireRules, rank_solitaire
-from ..render.html import solitaire_html
+from ..render.html import move_links_html, solitaire_html
 from ..store import FinishedGame, Game, MoveRecord, Seat, User
 from .args import need, shortened
 from .boards import board_error, load_game, web_line
@@ -29,6 +29,8 @@ from .spec import MOVE_VERB, command
 
 MAX_MOVES_PER_MAIL = 200
 STANDINGS_DEALS = 8
+MOVE_LINKS_HEADING = "Moves that make progress, the best first: tap one to answer"
+MOVE_LINKS_NOTE = "Each link opens a reply with the move in it; send it to play (one move a mail)."
 """shared deals listed in ``standings``"""
 SOLITAIRE: Family = "solitaire"
 
@@ -114,9 +116,10 @@ class Table:
             spec["resigned"] = True
         return spec
 
-    def html(self, reply_hint: str, web: str = "") -> str:
+    def html(self, reply_hint: str, web: str = "", links: str = "") -> str:
         """The HTML part: what :meth:`text` says (and ``web``, the board's web line), with
-        the table drawn as the picture :meth:`picture_spec` describes."""
+        the table drawn as the picture :meth:`picture_spec` describes, and the move
+        ``links`` (:meth:`move_links`: HTML)."""
         rules = _rules(self.game)
         return solitaire_html(
             heading=self.heading(),
@@ -126,13 +129,26 @@ class Table:
             table=rules.table_text(self.state).rstrip("\n"),
             lines=[*self.after_table(), web.strip()],
             reply_hint=reply_hint,
+            move_links=links,
         )
+
+    def move_links(self, address: str, subject: str) -> str:
+        """The useful moves (issue 39) as ``mailto:`` links to the player's reply-key
+        ``address``, each with the move as its body ('' when the game is over or no
+        move makes progress)."""
+        if self.game.status != "active":
+            return ""
+        moves = _rules(self.game).useful_moves(self.state)
+        groups = [("", [(move, move, False) for move in moves])]
+        return move_links_html(groups, address=address, subject=subject, heading=MOVE_LINKS_HEADING, note=MOVE_LINKS_NOTE)
 
 
 def _with_picture(mail: Mail, table: Table, user: User, reply_hint: str, web: str) -> Mail:
-    """``mail`` with the HTML part and the picture, for a user who wants pictures."""
+    """``mail`` with the HTML part and the picture, for a user who wants pictures
+    (with the move links when ``mail`` carries the player's reply key)."""
     if user.pictures:
-        mail.html, mail.picture = table.html(reply_hint, web), table.picture_spec()
+        links = table.move_links(mail.reply_to, mail.subject) if mail.reply_to else ""
+        mail.html, mail.picture = table.html(reply_hint, web, links), table.picture_spec()
     return mail
 
 
