@@ -35,11 +35,12 @@ _DASHES = "-\u2010\u2011\u2012\u2013\u2014\u2212"
 _SEP = rf"\s*[{_DASHES}]?\s*"
 _SQUARE = r"[a-z]\d{1,2}"
 _MOVE_SHAPE = re.compile(
-    rf"^(?:[tabcd]{_SEP})?{_SQUARE}{_SEP}{_SQUARE}(?:\s*:\s*[tabcd])?(?:\s*#\s*\d+)?$",
+    rf"^(?:[tabcd]{_SEP})?{_SQUARE}(?:{_SEP}|\s*x\s*){_SQUARE}(?:\s*:\s*[tabcd])?(?:\s*#\s*\d+)?$",
     re.IGNORECASE,
 )
 """The forms ``rules.notation.parse_move`` reads (RULES.md §7 and the relaxed ones:
-``d7d6``, en dash, ``Cd7-d6``, spaces around the dash), plus the ``#k`` ply number
+``d7d6``, en dash, ``Cd7-d6``, spaces around the dash; ``d4xe5``, a capture as
+Breakthrough writes it), plus the ``#k`` ply number
 the service checks.  Shape only: whether the move is legal is the service's
 question.  Kept in step with the rules by a test, since this package may not import
 the rules."""

@@ -353,3 +353,14 @@ def test_comment_of_a_subject_command_is_cut_like_own_text():
     body = "Good luck!\n\nSent from my iPhone\n\n> On 23 Nov 2026, at 10:02, Terrace PBM wrote:\n> board"
     [cmd] = parse_mail("terrace move 101 bob pw d7-d6", body).commands
     assert cmd.comment == "Good luck!"
+
+
+def test_a_capture_written_with_x_is_a_move_not_chat():
+    """Breakthrough writes a capture ``d4xe5`` (its move list, its help): a reply of
+    that form is a move (it was chatted to the opponent)."""
+    from pbmserv_terrace.commands.reply import reply_command
+
+    for text in ("d4xe5", "d4 x e5", "D4XE5"):
+        said = reply_command(text)
+        assert (said.verb, said.argument.lower()) == ("move", "d4xe5"), text
+    assert reply_command("xylophone practice tonight").verb == "chat"
