@@ -7,7 +7,13 @@ remove TYPE BOARD                take a board out of play (players are told)
 replay [FILE ...]                run failed mails again (IMAP 'failed' folder or the failed/ directory)
 resend [--failed]                put failed or waiting replies back in the outbox queue, due now
 export TYPE BOARD|--all DIR      a game's moves and final position as text
-backup FILE / restore FILE       the whole database as JSON lines (SQLite or PostgreSQL, either way)
+backup FILE / restore FILE       the whole database as JSON lines (SQLite or PostgreSQL, either way):
+                                 one snapshot, beside a running serve; restore checks what it loaded
+migrate                          upgrade the schema, saying each revision applied
+
+No command but migrate (and restore into an empty database) changes the schema: on a
+database whose schema is behind this program's each says so and how to upgrade.
+``--config FILE`` may come before or after the command's name.
 
 Every command checks its arguments and says what is wrong; long work prints progress
 to stderr.
@@ -17,16 +23,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import base64
 import getpass
-import json
 import secrets
 import sys
-from datetime import datetime
 from pathlib import Path
-from typing import Any
 
-from sqlalchemy import func, insert, select, text, update
+from sqlalchemy import select, update
 
 from ..app.pipe import handle_raw
 from ..config import Config
@@ -37,10 +39,10 @@ from ..service.args import check_password
 from ..service.boards import mail_game
 from ..service.passwords import hash_password
 from ..service.replykeys import SECRET_NAME as REPLY_SECRET
-from ..store import Base, Database, Game, OutboxMessage, UnitOfWork, User, utcnow
+from ..store import Database, Game, OutboxMessage, UnitOfWork, User, utcnow
+from ..store.backup import BackupError, restore_backup, write_backup
+from ..store.db import Revision, head_revision, known_revisions
 from .common import CliError, config_from_args
-
-BACKUP_FORMAT = "pbmserv-terrace-backup"
 
 
 class AdminError(Exception):
@@ -247,82 +249,59 @@ async def export(db: Database, args: argparse.Namespace) -> None:
 
 
 # ------------------------------------------------------------ backup/restore
-def _encode(value: Any) -> Any:
-    if isinstance(value, datetime):
-        return {"$dt": value.isoformat()}
-    if isinstance(value, bytes):
-        return {"$b64": base64.b64encode(value).decode()}
-    return value
-
-
-def _decode(value: Any) -> Any:
-    if isinstance(value, dict) and "$dt" in value:
-        return datetime.fromisoformat(value["$dt"])
-    if isinstance(value, dict) and "$b64" in value:
-        return base64.b64decode(value["$b64"])
-    return value
+def _say_table(name: str, rows: int) -> None:
+    print(f"  {name}: {rows} rows", file=sys.stderr, flush=True)
 
 
 async def backup(db: Database, args: argparse.Namespace) -> None:
     path = Path(args.file)
-    async with db.engine.connect() as conn:
-        revision = (await conn.execute(text("SELECT version_num FROM alembic_version"))).scalar_one()
-        tables = Base.metadata.sorted_tables
-        with path.open("w", encoding="utf-8") as f:
-            f.write(
-                json.dumps({"format": BACKUP_FORMAT, "version": 1, "schema": revision, "tables": [t.name for t in tables]}) + "\n"
-            )
-            total = 0
-            for table in tables:
-                rows = (await conn.execute(select(table))).mappings().all()
-                for row in rows:
-                    f.write(json.dumps({"t": table.name, "r": {k: _encode(v) for k, v in row.items()}}) + "\n")
-                total += len(rows)
-                print(f"  {table.name}: {len(rows)} rows", file=sys.stderr)
-    print(f"backup of {total} rows (schema {revision}) written to {path}")
+    if not path.parent.is_dir():
+        raise AdminError(f"there is no folder {path.parent}/ to write {path.name} in")
+    try:
+        summary = await write_backup(db, path, _say_table)
+    except BackupError as exc:
+        raise AdminError(str(exc)) from None
+    print(f"backup of {summary.rows} rows (schema {summary.schema}, one snapshot) written to {path}")
 
 
 async def restore(db: Database, args: argparse.Namespace) -> None:
     path = Path(args.file)
     if not path.exists():
         raise AdminError(f"{path} does not exist")
-    with path.open(encoding="utf-8") as f:
-        header = json.loads(f.readline() or "{}")
-        if header.get("format") != BACKUP_FORMAT:
-            raise AdminError(f"{path} is not a pbmserv-terrace backup")
-        await db.migrate(header["schema"])
-        async with db.engine.begin() as conn:
-            people = select(func.count()).select_from(User)
-            if header["schema"] >= "0004":
-                people = people.where(User.robot_level.is_(None))  # the robots come with every schema
-            if (await conn.execute(people)).scalar_one():
-                raise AdminError("the target database already has users; restore only into an empty database")
-            if header["schema"] >= "0004":
-                await conn.execute(text("DELETE FROM users"))  # the migration's robots: the backup has them
-            # rows the migrations seed (board counters, the reply-key secret) come from the backup instead
-            await conn.execute(text("DELETE FROM board_counters"))
-            if "server_secrets" in Base.metadata.tables and header["schema"] >= "0003":
-                await conn.execute(text("DELETE FROM server_secrets"))
-            batch: dict[str, list[dict[str, Any]]] = {}
-            count = 0
-            for line in f:
-                item = json.loads(line)
-                batch.setdefault(item["t"], []).append({k: _decode(v) for k, v in item["r"].items()})
-                count += 1
-            for table in Base.metadata.sorted_tables:
-                rows = batch.get(table.name, [])
-                for start in range(0, len(rows), 1000):
-                    await conn.execute(insert(table), rows[start : start + 1000])
-                if rows:
-                    print(f"  {table.name}: {len(rows)} rows", file=sys.stderr)
-            if db.engine.dialect.name == "postgresql":
-                for table in Base.metadata.sorted_tables:
-                    if "id" in table.c and table.c.id.autoincrement is not False and table.c.id.primary_key:
-                        await conn.execute(text(
-                            f"SELECT setval(pg_get_serial_sequence('{table.name}', 'id'), COALESCE((SELECT max(id) FROM {table.name}), 1))"
-                        ))  # fmt: skip
-    await db.migrate()
-    print(f"restored {count} rows from {path}")
+    try:
+        summary = await restore_backup(db, path, _say_table)
+    except BackupError as exc:
+        raise AdminError(f"{exc}; nothing was restored") from None
+    print(f"restored {summary.rows} rows from {path} (schema {summary.schema}, upgraded to {head_revision()})")
+    print(f"checked: {', '.join(summary.checked)}")
+
+
+async def migrate(db: Database, args: argparse.Namespace) -> None:
+    print_migration(await db.migrate(), head_revision())
+
+
+def print_migration(applied: list[Revision], head: str) -> None:
+    """What ``migrate`` did, one line per revision applied."""
+    for rev in applied:
+        print(f"applied {rev.revision}: {rev.title}")
+    print(f"the schema is at {head}" + (" (it was up to date)" if not applied else ""))
+
+
+async def check_schema(db: Database, args: argparse.Namespace) -> None:
+    """Refuse to work on a schema other than this program's: ``admin`` never
+    migrates (a running serve of the older program may be using the database)."""
+    current, head = await db.schema_revision(), head_revision()
+    if current == head:
+        return
+    config = f" --config {args.config}" if getattr(args, "config", None) else ""
+    how = f"run `pbmserv-terrace migrate{config}` (or `pbmserv-terrace admin migrate{config}`) first"
+    if current is None:
+        raise AdminError(f"the database has no schema yet, this program needs {head}: {how}")
+    if current not in known_revisions():
+        raise AdminError(f"the database schema is at {current}, newer than this program knows ({head}): use the newer program")
+    if args.admin_command == "backup":
+        return  # (a backup before upgrading: it writes the schema it finds)
+    raise AdminError(f"the database schema is at {current}, this program needs {head}: {how}")
 
 
 # -------------------------------------------------------------------- wiring
@@ -357,8 +336,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("dir")
     p = asub.add_parser("backup", help="write the whole database to a file (JSON lines)")
     p.add_argument("file")
-    p = asub.add_parser("restore", help="load a backup into an empty database")
+    p = asub.add_parser("restore", help="load a backup into an empty database (checked before it is committed)")
     p.add_argument("file")
+    asub.add_parser("migrate", help="create or upgrade the database schema, saying each revision applied")
+    for each in asub.choices.values():
+        # (also after the command's name; SUPPRESS: not given there, the one before it stands)
+        each.add_argument("--config", default=argparse.SUPPRESS, help="TOML config file (default ./pbmserv.toml if present)")
     admin.set_defaults(handler=cmd_admin)
 
 
@@ -368,16 +351,16 @@ def cmd_admin(args: argparse.Namespace) -> int:
     async def run() -> None:
         db = Database(config.server.database_url)
         try:
-            if args.admin_command not in ("restore",):
-                await db.migrate()
             command = args.admin_command
+            if command not in ("restore", "migrate"):
+                await check_schema(db, args)
             if command in ("remove", "replay"):
                 await {"remove": remove, "replay": replay}[command](db, config, args)
             else:
                 handler = {
                     "games": games, "game": game, "users": users, "user": user, "reset-password": reset_password,
                     "resend": resend, "export": export, "backup": backup, "restore": restore,
-                    "rotate-reply-keys": rotate_reply_keys,
+                    "rotate-reply-keys": rotate_reply_keys, "migrate": migrate,
                 }[command]  # fmt: skip
                 await handler(db, args)
         finally:

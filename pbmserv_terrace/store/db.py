@@ -24,10 +24,12 @@ import stat
 from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from alembic import command
 from alembic.config import Config
+from alembic.migration import MigrationContext
+from alembic.script import ScriptDirectory
 from sqlalchemy import event, inspect, text
 from sqlalchemy.engine import Connection, make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
@@ -156,10 +158,52 @@ def alembic_config(url: str | None = None) -> Config:
     return cfg
 
 
-def _upgrade(conn: Connection, revision: str = "head") -> None:
+class Revision(NamedTuple):
+    """One schema revision: its id (``0009``) and what it does (its docstring's first line)."""
+
+    revision: str
+    title: str
+
+
+def _scripts() -> ScriptDirectory:
+    return ScriptDirectory.from_config(alembic_config())
+
+
+def head_revision() -> str:
+    """The newest schema revision this program knows (the one it needs)."""
+    head = _scripts().get_current_head()
+    assert head is not None
+    return head
+
+
+def known_revisions() -> list[str]:
+    """Every schema revision this program knows, oldest first."""
+    return [r.revision for r in reversed(list(_scripts().walk_revisions()))]
+
+
+def revisions_between(lower: str | None, upper: str | None) -> list[Revision]:
+    """The revisions after ``lower`` (None: an empty database) up to ``upper``
+    included, oldest first: what an upgrade from ``lower`` to ``upper`` applies."""
+    if upper is None or upper == lower:
+        return []
+    found = _scripts().iterate_revisions(upper, lower or "base")
+    return [
+        Revision(r.revision, (r.doc or "").strip().splitlines()[0] if r.doc else "")
+        for r in reversed(list(found))
+        if r.revision != lower
+    ]
+
+
+def _current(conn: Connection) -> str | None:
+    return MigrationContext.configure(conn).get_current_revision()
+
+
+def _upgrade(conn: Connection, revision: str = "head") -> tuple[str | None, str | None]:
+    before = _current(conn)
     cfg = alembic_config()
     cfg.attributes["connection"] = conn
     command.upgrade(cfg, revision)
+    return before, _current(conn)
 
 
 def _downgrade(conn: Connection, revision: str) -> None:
@@ -181,15 +225,24 @@ class Database:
         if not self.is_sqlite:
             self._read_options["isolation_level"] = "AUTOCOMMIT"
 
-    async def migrate(self, revision: str = "head") -> None:
-        """Upgrade the schema (creating the SQLite file if needed)."""
+    async def migrate(self, revision: str = "head") -> list[Revision]:
+        """Upgrade the schema (creating the SQLite file if needed); the revisions
+        applied, oldest first (none: it was up to date)."""
         if self.is_sqlite:
             database = make_url(self.url).database
             if database and database != ":memory:":
                 Path(database).parent.mkdir(PRIVATE_DIR, parents=True, exist_ok=True)
         async with self.engine.connect() as conn:
-            await conn.run_sync(_upgrade, revision)
+            before, after = await conn.run_sync(_upgrade, revision)
             await conn.commit()
+        return revisions_between(before, after)
+
+    async def schema_revision(self) -> str | None:
+        """The database's schema revision (None: no schema yet).  A read: it
+        takes no write lock and changes nothing."""
+        async with self.engine.connect() as conn:
+            conn = await conn.execution_options(**self._read_options)
+            return await conn.run_sync(_current)
 
     async def downgrade(self, revision: str) -> None:
         async with self.engine.connect() as conn:

@@ -104,3 +104,39 @@ def test_backup_restore_into_a_fresh_sqlite(club):
         [sys.executable, "-m", "pbmserv_terrace", "admin", "games"], cwd=club, env=env, capture_output=True, text=True
     )
     assert "101" in games.stdout and "102" in games.stdout
+
+
+def test_admin_never_migrates_and_migrate_says_what_it_applied(tmp_path):
+    """Issue 43: on a schema older than the program's, admin commands say so and
+    how to upgrade, and change nothing; ``admin migrate`` lists what it applied.
+    ``--config`` goes before or after the command's name."""
+    import asyncio
+
+    from pbmserv_terrace.store import Database
+
+    async def at(revision: str | None) -> str | None:
+        db = Database(f"sqlite:///{tmp_path}/club.db")
+        if revision:
+            await db.migrate(revision)
+        current = await db.schema_revision()
+        await db.close()
+        return current
+
+    asyncio.run(at("0008"))
+    (tmp_path / "club.toml").write_text("")
+    refused = run(tmp_path, "admin", "users", "--config", "club.toml")
+    assert refused.returncode == 2, refused.stderr
+    assert (
+        "the database schema is at 0008, this program needs 0009: run `pbmserv-terrace migrate --config club.toml`"
+        in refused.stderr
+    )
+    assert asyncio.run(at(None)) == "0008", "admin changed the schema"
+    backup = run(tmp_path, "admin", "backup", "before-upgrade.jsonl")  # a backup before upgrading is what one wants
+    assert backup.returncode == 0 and "(schema 0008, one snapshot)" in backup.stdout
+    migrated = run(tmp_path, "admin", "--config", "club.toml", "migrate")
+    assert migrated.returncode == 0, migrated.stderr
+    assert migrated.stdout.splitlines() == ["applied 0009: One series of board numbers for every game (issue 38 item 12)",
+                                            "the schema is at 0009"]  # fmt: skip
+    assert "(it was up to date)" in run(tmp_path, "admin", "migrate").stdout
+    listed = run(tmp_path, "admin", "games", "--config", "club.toml", "--status", "all")
+    assert listed.returncode == 0 and "(no boards)" in listed.stdout

@@ -63,3 +63,20 @@ def test_one_board_series_starts_after_every_number_any_game_issued(db_url):
         await db.close()
 
     asyncio.run(scenario())
+
+
+def test_migrate_returns_the_revisions_it_applied(db_url):
+    """Issue 43: ``migrate`` says what it did; reading the revision changes nothing."""
+    from pbmserv_terrace.store.db import head_revision, known_revisions
+
+    async def scenario():
+        db = Database(db_url)
+        assert await db.schema_revision() is None
+        applied = await db.migrate("0002")
+        assert [r.revision for r in applied] == ["0001", "0002"] and applied[0].title == "initial schema"
+        assert await db.schema_revision() == "0002"
+        assert [r.revision for r in await db.migrate()] == known_revisions()[2:]
+        assert await db.migrate() == [] and await db.schema_revision() == head_revision()
+        await db.close()
+
+    asyncio.run(scenario())
