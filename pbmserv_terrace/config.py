@@ -2,7 +2,9 @@
 
 Every key has a default, so no file at all is the embedded default (SQLite in the
 working directory, mail in on 127.0.0.1:2525, replies into ./maildirs).  Secrets can
-come from files (``password_file``, ``secret_file``).  :func:`load_config` validates
+come from files (``password_file``, ``secret_file``) or from systemd credentials
+(``password_credential``, ``secret_credential``: a name in ``$CREDENTIALS_DIRECTORY``,
+which ``LoadCredential=`` fills; outside the unit the ``*_file`` key is read instead).  :func:`load_config` validates
 everything at start and raises :class:`ConfigError` naming the key and the problem.
 
 Environment overrides: ``PBMSERV_<SECTION>_<KEY>`` (``PBMSERV_IMAP_HOST``), and for
@@ -20,9 +22,16 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from .lifecycle import LEVELS, LOG_FORMATS
 from .store.db import DEFAULT_DATABASE_URL, normalise_url
 
 DEFAULT_CONFIG_FILE = "pbmserv.toml"
+CREDENTIALS_ENV = "CREDENTIALS_DIRECTORY"
+"""where systemd puts the unit's credentials (``LoadCredential=``)"""
+STATE_ENV = "STATE_DIRECTORY"
+"""the unit's ``StateDirectory=`` (systemd sets it)"""
+ROTATED_TOKEN_NAME = "oauth2-refresh-token"  # noqa: S105 (a file name, not a secret)
+"""the refresh token's file in the state directory"""
 
 
 class ConfigError(ValueError):
@@ -44,6 +53,16 @@ class ServerConfig:
     secret: str = ""
     """server secret (HMAC key of the password cache); generated per run if empty"""
     secret_file: str = ""
+    secret_credential: str = ""
+    """the systemd credential holding ``secret`` (read from ``$CREDENTIALS_DIRECTORY``)"""
+    state_directory: str = ""
+    """where the server keeps state it changes besides the database (the OAuth2 refresh
+    token a provider rotates); empty = ``$STATE_DIRECTORY`` (systemd's
+    ``StateDirectory=``), else none"""
+    log_level: str = "info"
+    """debug, info, warning or error (``--log-level`` overrides it)"""
+    log_format: str = "text"
+    """text, or json: one JSON object a line (time, level, logger, message)"""
     health_port: int = 0
     """port of the /healthz and /metrics HTTP endpoint on 127.0.0.1; 0 = off"""
     concurrency: int = 32
@@ -66,6 +85,8 @@ class ImapConfig:
     user: str = ""
     password: str = ""
     password_file: str = ""
+    password_credential: str = ""
+    """the systemd credential holding the password"""
     tls: str = "ssl"
     """ssl (implicit TLS, port 993), starttls (port 143), or none"""
     ca_file: str = ""
@@ -94,6 +115,8 @@ class SmtpConfig:
     user: str = ""
     password: str = ""
     password_file: str = ""
+    password_credential: str = ""
+    """the systemd credential holding the password"""
     tls: str = "starttls"
     """ssl (implicit TLS, port 465), starttls (port 587), or none"""
     ca_file: str = ""
@@ -126,8 +149,18 @@ class OAuth2Config:
     client_id: str = ""
     client_secret: str = ""
     client_secret_file: str = ""
+    client_secret_credential: str = ""
+    """the systemd credential holding the client secret"""
     refresh_token_file: str = ""
-    """where `oauth2 login` stores the refresh token (mode 0600); read at each refresh"""
+    """the refresh token (``oauth2 login`` writes it there when no state directory is
+    set); read at each refresh when ``rotated_token_file`` has none"""
+    refresh_token_credential: str = ""
+    """the systemd credential holding the first refresh token (``LoadCredential=``)"""
+    rotated_token_file: str = ""
+    """where a refresh token is written when the provider rotates it (Microsoft 365:
+    at every refresh) and by ``oauth2 login``, atomically, mode 0600; read first.
+    Default: ``oauth2-refresh-token`` in the state directory when there is one, else
+    ``refresh_token_file``"""
     scope: str = ""
     """space-separated scopes asked for at login (the provider's IMAP/SMTP scopes)"""
     refresh_margin: float = 300.0
@@ -324,7 +357,8 @@ def load_config(path: str | Path | None = None, environ: Mapping[str, str] | Non
                         setattr(target, key, _coerce(f"{var} ({name}.{key})", env[var], kind))
                     except ConfigError as exc:
                         problems.append(str(exc))
-    _read_secret_files(cfg, problems)
+    _read_secret_files(cfg, problems, env)
+    _resolve_state(cfg, env)
     if not problems:  # the checks of values once every value could be read
         _validate(cfg, problems)
     if len(problems) == 1:
@@ -334,9 +368,34 @@ def load_config(path: str | Path | None = None, environ: Mapping[str, str] | Non
     return cfg
 
 
-def _read_secret_files(cfg: Config, problems: list[str]) -> None:
+def credential_path(name: str, environ: Mapping[str, str]) -> Path | None:
+    """The file of the systemd credential ``name``, or None outside a unit with credentials."""
+    directory = environ.get(CREDENTIALS_ENV, "")
+    return Path(directory) / name if directory else None
+
+
+def _bad_credential_name(name: str) -> bool:
+    return "/" in name or name in (".", "..")
+
+
+def _read_secret_files(cfg: Config, problems: list[str], env: Mapping[str, str]) -> None:
+    """Secrets from their credential (under systemd), else their file, else the value."""
     for section, key in (("imap", "password"), ("smtp", "password"), ("server", "secret"), ("oauth2", "client_secret")):
         target = getattr(cfg, section)
+        name = getattr(target, f"{key}_credential")
+        if name:
+            where = credential_path(name, env)
+            if _bad_credential_name(name):
+                problems.append(f"{section}.{key}_credential: {name!r} is not a credential name (no '/')")
+                continue
+            if where is not None:
+                try:
+                    setattr(target, key, where.read_text(encoding="utf-8").strip())
+                except OSError as exc:
+                    problems.append(f"{section}.{key}_credential: cannot read {where}: {exc.strerror} "
+                                    f"(LoadCredential={name}:... in the unit?)")  # fmt: skip
+                continue
+            # not under systemd (an operator's own command): the file or the value, as without it
         file_key = f"{key}_file"
         path = getattr(target, file_key)
         if path:
@@ -344,6 +403,19 @@ def _read_secret_files(cfg: Config, problems: list[str]) -> None:
                 setattr(target, key, Path(path).read_text(encoding="utf-8").strip())
             except OSError as exc:
                 problems.append(f"{section}.{file_key}: cannot read {path}: {exc.strerror}")
+
+
+def _resolve_state(cfg: Config, env: Mapping[str, str]) -> None:
+    """The state directory (else systemd's ``$STATE_DIRECTORY``, its first entry) and
+    where a rotated refresh token goes (there, else ``refresh_token_file``, as before)."""
+    if not cfg.server.state_directory:
+        cfg.server.state_directory = env.get(STATE_ENV, "").split(":")[0]
+    oauth2 = cfg.oauth2
+    if not oauth2.rotated_token_file:
+        if cfg.server.state_directory:
+            oauth2.rotated_token_file = str(Path(cfg.server.state_directory) / ROTATED_TOKEN_NAME)
+        else:
+            oauth2.rotated_token_file = oauth2.refresh_token_file
 
 
 def is_loopback(host: str) -> bool:
@@ -375,9 +447,14 @@ def _validate_mail(cfg: Config, problems: list[str]) -> None:
     if cfg.smtp.max_per_minute < 0:
         problems.append("smtp.max_per_minute: must be 0 (no limit) or more")
     if cfg.uses_oauth2:
-        for key in ("token_url", "client_id", "refresh_token_file"):
+        for key in ("token_url", "client_id"):
             if not getattr(cfg.oauth2, key):
                 problems.append(f"oauth2.{key}: required when imap.auth or smtp.auth is 'oauth2'")
+        if not (cfg.oauth2.refresh_token_file or cfg.oauth2.refresh_token_credential or cfg.oauth2.rotated_token_file):
+            problems.append("oauth2.refresh_token_file: required when imap.auth or smtp.auth is 'oauth2' "
+                            "(or refresh_token_credential, or a server.state_directory)")  # fmt: skip
+    if cfg.oauth2.refresh_token_credential and _bad_credential_name(cfg.oauth2.refresh_token_credential):
+        problems.append(f"oauth2.refresh_token_credential: {cfg.oauth2.refresh_token_credential!r} is not a credential name")
     if cfg.oauth2.refresh_margin < 0:
         problems.append("oauth2.refresh_margin: must be 0 or more seconds")
 
@@ -392,6 +469,10 @@ def _validate(cfg: Config, problems: list[str]) -> None:
     for key in ("poll_interval", "scheduler_interval"):
         if getattr(cfg.server, key) <= 0:
             problems.append(f"server.{key}: must be more than 0 seconds")
+    if cfg.server.log_level.lower() not in LEVELS:
+        problems.append(f"server.log_level: must be one of {', '.join(LEVELS)}, not {cfg.server.log_level!r}")
+    if cfg.server.log_format.lower() not in LOG_FORMATS:
+        problems.append(f"server.log_format: must be text or json, not {cfg.server.log_format!r}")
     if not 1 <= cfg.smtp.connections <= 32:
         problems.append("smtp.connections: must be between 1 and 32")
     if not 1 <= cfg.server.concurrency <= 64:

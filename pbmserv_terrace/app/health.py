@@ -5,7 +5,9 @@ Metrics are kept with ``prometheus-client`` in a registry of this server's own
 verified with the slow hash, the transactions mails were handled in (group
 commits) and the mails in them, the outbox depth, whether the inbound connection is
 up, and the process collector's CPU, memory and file descriptors) and answered
-in the Prometheus text format.
+in the Prometheus text format, with ``pbmserv_build_info`` (version and Python).
+A rotated OAuth2 refresh token that could not be written makes ``/healthz`` say
+``degraded`` with where and why (``pbmserv_oauth2_token_unsaved`` on ``/metrics``).
 ``/healthz`` only reads: it never takes SQLite's write lock, so it answers while
 mail is being handled.
 
@@ -24,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import platform
 import sys
 import threading
 import time
@@ -32,6 +35,8 @@ import traceback
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, PlatformCollector, ProcessCollector
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 
+from .. import __version__
+from ..mail.oauth2 import unsaved_tokens
 from ..store import Database
 from ..store.repos import Outbox
 
@@ -97,6 +102,16 @@ class Metrics:
         )
         self.started = Gauge("pbmserv_start_time_seconds", "When this server started (Unix time)", registry=self.registry)
         self.started.set(time.time())
+        self.build_info = Gauge(
+            "pbmserv_build_info", "Always 1; its labels say which version runs on which Python",
+            ["version", "python"], registry=self.registry,
+        )  # fmt: skip
+        self.build_info.labels(version=__version__, python=platform.python_version()).set(1)
+        self.token_unsaved = Gauge(
+            "pbmserv_oauth2_token_unsaved",
+            "OAuth2 refresh tokens the provider rotated that could not be written (kept in memory; see the log)",
+            registry=self.registry,
+        )
         ProcessCollector(registry=self.registry)
         PlatformCollector(registry=self.registry)
         self._seen: dict[str, int] = {}
@@ -164,14 +179,18 @@ class HealthEndpoint:
             path = request.decode("latin-1").split(" ")[1] if request.count(b" ") >= 2 else "/"
             if path == "/metrics":
                 self.metrics.outbox_pending.set(await self._pending())
+                self.metrics.token_unsaved.set(len(unsaved_tokens()))
                 status, body, ctype = "200 OK", self.metrics.exposition(), CONTENT_TYPE_LATEST
             elif path == "/healthz":
-                info = {
-                    "status": "ok",
+                unsaved = unsaved_tokens()
+                info: dict[str, object] = {
+                    "status": "degraded" if unsaved else "ok",
                     "pending_replies": await self._pending(),
                     "mails": self.metrics.by_result,
                     "inbound": self.inbound,
                 }
+                if unsaved:
+                    info["oauth2_token_unsaved"] = unsaved  # where and why, never the token
                 status, body, ctype = "200 OK", (json.dumps(info) + "\n").encode(), "application/json"
             else:
                 status, body, ctype = "404 Not Found", b"not found: try /healthz or /metrics\n", "text/plain"

@@ -14,6 +14,7 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from .. import __version__
 from ..app.pipe import handle_raw, read_stdin
 from ..gametypes import DEFAULT_GAME_TYPE, GAME_TYPES, board_game_of, board_games
 from ..lifecycle import setup_logging
@@ -114,6 +115,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="pbmserv-terrace", description=f"A play-by-email server for {GAME_TYPES[DEFAULT_GAME_TYPE].title}."
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     p = sub.add_parser("perft", help="count legal move sequences (rules check and benchmark)")

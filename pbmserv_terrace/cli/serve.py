@@ -17,8 +17,10 @@ import aiosmtplib
 
 from ..app import heap
 from ..app.server import Server
+from ..app.systemd import Notifier
 from ..config import Config, SmtpConfig
 from ..gametypes import DEFAULT_GAME_TYPE, GAME_TYPES
+from ..lifecycle import LEVELS, LOG_FORMAT_ENV, LOG_LEVEL_ENV
 from ..mail.delivery import MaildirDelivery, PermanentFailure, SmtpDelivery
 from ..mail.imap import connect
 from ..store import Database
@@ -33,16 +35,41 @@ alone, whatever the shell's umask (issue 36)"""
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    """Run the server.  Under systemd (``Type=notify``, deploy/pbmserv-terrace.service)
+    it says ``READY=1`` once it takes mail, ``STOPPING=1`` at SIGTERM, and sends
+    ``WATCHDOG=1`` from its event loop (:mod:`..app.systemd`).  A configuration
+    error exits 2 (the unit's ``RestartPreventExitStatus=2``: no restart loop)."""
     os.umask(SERVE_UMASK)
     cfg = config_from_args(args)
+    # the processes serve starts (sender, web, workers) log as it does
+    os.environ[LOG_LEVEL_ENV], os.environ[LOG_FORMAT_ENV] = cfg.server.log_level.lower(), cfg.server.log_format.lower()
     heap.settle()
+    notifier = Notifier()
 
     async def run() -> None:
         server = Server(cfg)
         loop = asyncio.get_running_loop()
+        watchdog: list[asyncio.Task[None]] = []
+
+        def stop() -> None:
+            if not server.stopping.is_set():
+                notifier.stopping("stopping: finishing the mail in hand")
+            server.stop()
+
+        def started() -> None:
+            write_pid()
+            notifier.ready(f"serving: mail in by {cfg.inbound}, replies out by {cfg.outbound}")
+            if notifier.interval is not None:  # (a task on the loop: a held loop misses its beat)
+                watchdog.append(loop.create_task(notifier.watchdog(server.stopping), name="systemd-watchdog"))
+
         for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, server.stop)
-        await server.run(started=write_pid)
+            loop.add_signal_handler(sig, stop)
+        notifier.status("starting: migrating the database, starting the listeners")
+        try:
+            await server.run(started=started)
+        finally:
+            for task in watchdog:
+                task.cancel()
 
     try:
         asyncio.run(run())
@@ -56,6 +83,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         ) from None
     finally:
         remove_pid()
+        notifier.close()
     return 0
 
 
@@ -202,6 +230,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         return p
 
     p = add("serve", "run the server (embedded default without [imap]/[smtp] settings)")
+    p.add_argument("--log-level", choices=list(LEVELS), help="how much to log (default: [server] log_level, else info)")
     p.set_defaults(handler=cmd_serve)
     p = add("send", "mail a command to the server (embedded listener or configured SMTP)")
     p.add_argument("--from", dest="sender", required=True, help="your address")

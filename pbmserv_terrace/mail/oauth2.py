@@ -5,8 +5,20 @@ holds a long-lived *refresh token* (in ``oauth2.refresh_token_file``, written by
 ``pbmserv-terrace oauth2 login``, the RFC 8628 device flow below) and trades it
 for short-lived *access tokens* at ``oauth2.token_url``: before the current one
 expires (``refresh_margin``), and once more when a login with it fails.  A
-provider that rotates refresh tokens sends a new one with the access token; it
-replaces the file's content.
+provider that rotates refresh tokens (Microsoft 365: at every refresh) sends a
+new one with the access token.
+
+Where the refresh token lives (issue 43): it is read from ``rotated_token_file``
+(under systemd ``oauth2-refresh-token`` in the state directory,
+``StateDirectory=``), else from the systemd credential ``refresh_token_credential``
+(``LoadCredential=``, read-only: the first token), else from
+``refresh_token_file`` (older configurations: it is also ``rotated_token_file``).
+A rotated token is written to ``rotated_token_file`` atomically (a temporary file,
+fsync, rename; mode 0600).  When that write fails (a read-only directory) the new
+token is kept in memory and used, the failure is logged at error level, shown by
+``/healthz`` and ``/metrics`` (:func:`unsaved_tokens`), and the write is tried
+again at the next login or refresh (at most once a minute): a restart before it
+succeeds would log in with the old token, so the operator is told loudly.
 
 Tokens are secrets: they are never logged and never put into an exception
 message (the token endpoint's ``error``/``error_description`` are).  The HTTP
@@ -18,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import json
 import logging
 import os
@@ -25,17 +38,19 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from ..config import OAuth2Config
+from ..config import OAuth2Config, credential_path
 
 log = logging.getLogger("pbmserv.oauth2")
 
 DEVICE_GRANT = "urn:ietf:params:oauth:grant-type:device_code"
 HTTP_TIMEOUT = 30.0
+SAVE_RETRY = 60.0
+"""seconds between tries to write a rotated refresh token that could not be written"""
 
 
 class OAuth2Error(RuntimeError):
@@ -72,30 +87,69 @@ def _refusal(url: str, status: int, answer: dict[str, Any]) -> str:
     return f"{url} refused (HTTP {status}, {error}{': ' + description if description else ''})"
 
 
-def read_secret_file(path: str, what: str) -> str:
-    try:
-        value = Path(path).read_text(encoding="utf-8").strip()
-    except OSError as exc:
-        raise OAuth2Error(f"cannot read the {what} file {path}: {exc.strerror} (run `pbmserv-terrace oauth2 login`)") from None
-    if not value:
-        raise OAuth2Error(f"the {what} file {path} is empty (run `pbmserv-terrace oauth2 login`)")
-    return value
-
-
 def store_secret_file(path: str, value: str) -> None:
     """Write ``value`` to ``path`` readable by the owner only (0600), replacing
-    the file in one step so a crash never leaves half a token."""
+    the file in one step so a crash never leaves half a token: a temporary file
+    beside it, fsync, rename, fsync of the folder."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     temp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:
-        os.fchmod(fd, 0o600)
-        os.write(fd, (value + "\n").encode())
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(temp, target)
+        try:
+            os.fchmod(fd, 0o600)
+            os.write(fd, (value + "\n").encode())
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(temp, target)
+    except OSError:
+        with contextlib.suppress(OSError):
+            temp.unlink()
+        raise
+    with contextlib.suppress(OSError):  # the rename itself durable
+        folder = os.open(target.parent, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            os.fsync(folder)
+        finally:
+            os.close(folder)
+
+
+def token_store(cfg: OAuth2Config) -> str:
+    """Where a new refresh token is written (rotated, or by ``oauth2 login``)."""
+    return cfg.rotated_token_file or cfg.refresh_token_file
+
+
+def refresh_token_files(cfg: OAuth2Config, environ: Mapping[str, str] | None = None) -> list[str]:
+    """Where the refresh token is looked for, in order (the first that has one wins)."""
+    env = os.environ if environ is None else environ
+    found: list[str] = []
+    credential = credential_path(cfg.refresh_token_credential, env) if cfg.refresh_token_credential else None
+    for path in (token_store(cfg), str(credential) if credential else "", cfg.refresh_token_file):
+        if path and path not in found:
+            found.append(path)
+    return found
+
+
+def read_refresh_token(cfg: OAuth2Config) -> str:
+    """The refresh token from the first of :func:`refresh_token_files` that holds one."""
+    places = refresh_token_files(cfg)
+    for path in places:
+        try:
+            value = Path(path).read_text(encoding="utf-8").strip()
+        except (FileNotFoundError, NotADirectoryError):
+            continue  # (not written yet: the next place)
+        except OSError as exc:
+            raise OAuth2Error(f"cannot read the refresh token file {path}: {exc.strerror}") from None
+        if value:
+            return value
+    hint = ""
+    if cfg.refresh_token_credential and credential_path(cfg.refresh_token_credential, os.environ) is None:
+        hint = f" (the credential {cfg.refresh_token_credential} needs LoadCredential= and systemd)"
+    raise OAuth2Error(
+        f"no refresh token in {', '.join(places) or 'any file (set oauth2.refresh_token_file)'}{hint} "
+        "(run `pbmserv-terrace oauth2 login`)"
+    )
 
 
 @dataclass(frozen=True)
@@ -124,6 +178,11 @@ class TokenSource:
         self._token: AccessToken | None = None
         self._locks: dict[int, asyncio.Lock] = {}
         self.refreshes = 0
+        self.unsaved: str | None = None
+        """a rotated refresh token not yet written to :func:`token_store` (used from memory)"""
+        self.save_error = ""
+        """why it could not be written"""
+        self._next_save = 0.0
 
     def _lock(self) -> asyncio.Lock:
         loop = id(asyncio.get_running_loop())  # an asyncio.Lock belongs to one loop
@@ -142,6 +201,8 @@ class TokenSource:
         replaced it meanwhile: several connections refused at once fetch one
         new token, not one each)."""
         async with self._lock():
+            if self.unsaved is not None and self.clock() >= self._next_save:
+                await asyncio.to_thread(self._save_unsaved)
             current = self._token
             if current is not None and self.clock() < current.renew_at and (refused is None or current != refused):
                 return current
@@ -152,11 +213,36 @@ class TokenSource:
         """Seconds until ``token`` is due for renewal (negative: overdue)."""
         return token.renew_at - self.clock()
 
+    def _save(self, token: str) -> None:
+        """Write a new refresh token, or keep it in memory and say so loudly."""
+        path = token_store(self.cfg)
+        try:
+            if not path:
+                raise OSError(0, "no file is configured (set server.state_directory or oauth2.rotated_token_file)")
+            store_secret_file(path, token)
+        except OSError as exc:
+            self.unsaved, self.save_error = token, f"{path or '(none)'}: {exc.strerror or exc}"
+            self._next_save = self.clock() + SAVE_RETRY
+            log.error(
+                "OAuth2: the provider sent a new refresh token but it cannot be written to %s; it is kept in "
+                "memory and written again in %.0f s. A restart before then logs in with the old one: make the "
+                "folder writable for the service (the unit's StateDirectory=, see deploy/README.md)",
+                self.save_error, SAVE_RETRY,
+            )  # fmt: skip
+            return
+        if self.unsaved is not None:
+            log.warning("OAuth2: the refresh token kept in memory is written to %s now", path)
+        self.unsaved, self.save_error = None, ""
+
+    def _save_unsaved(self) -> None:
+        if self.unsaved is not None:
+            self._save(self.unsaved)
+
     def _refresh(self) -> AccessToken:
         cfg = self.cfg
         form = {
             "grant_type": "refresh_token",
-            "refresh_token": read_secret_file(cfg.refresh_token_file, "refresh token"),
+            "refresh_token": self.unsaved if self.unsaved is not None else read_refresh_token(cfg),
             "client_id": cfg.client_id,
         }
         if cfg.client_secret:
@@ -167,7 +253,7 @@ class TokenSource:
             raise OAuth2Error(f"no access token: {_refusal(cfg.token_url, status, answer)}")
         rotated = answer.get("refresh_token")
         if isinstance(rotated, str) and rotated and rotated != form["refresh_token"]:
-            store_secret_file(cfg.refresh_token_file, rotated)
+            self._save(rotated)
         try:
             lifetime = float(answer.get("expires_in", 3600))
         except (TypeError, ValueError):
@@ -183,10 +269,16 @@ _SOURCES: dict[tuple[str, str, str], TokenSource] = {}
 
 def token_source(cfg: OAuth2Config) -> TokenSource:
     """The process's token source for this client and refresh-token file."""
-    key = (cfg.token_url, cfg.client_id, cfg.refresh_token_file)
+    key = (cfg.token_url, cfg.client_id, token_store(cfg))
     if key not in _SOURCES:
         _SOURCES[key] = TokenSource(cfg)
     return _SOURCES[key]
+
+
+def unsaved_tokens() -> list[str]:
+    """This process's rotated refresh tokens that could not be written: where, and why
+    (never the token).  Empty when all is well; ``/healthz`` and ``/metrics`` show it."""
+    return [source.save_error for source in _SOURCES.values() if source.unsaved is not None]
 
 
 async def with_token_retry(source: TokenSource, login: Callable[[str], Awaitable[bool]]) -> AccessToken:
@@ -237,8 +329,9 @@ async def device_login(
     """RFC 8628: ask ``device_url`` for a code, tell the operator where to enter
     it (on any device with a browser), poll ``token_url`` until they have, and
     store the refresh token in ``refresh_token_file`` (0600)."""
-    if not cfg.device_url or not cfg.token_url or not cfg.client_id or not cfg.refresh_token_file:
-        raise OAuth2Error("set oauth2.device_url, token_url, client_id and refresh_token_file first")
+    store = token_store(cfg)
+    if not cfg.device_url or not cfg.token_url or not cfg.client_id or not store:
+        raise OAuth2Error("set oauth2.device_url, token_url, client_id and refresh_token_file (or server.state_directory) first")
     form = {"client_id": cfg.client_id, "scope": cfg.scope}
     if cfg.client_secret:
         form["client_secret"] = cfg.client_secret
@@ -261,8 +354,8 @@ async def device_login(
         status, answer = await asyncio.to_thread(post, cfg.token_url, poll)
         error = answer.get("error")
         if status == 200 and isinstance(answer.get("refresh_token"), str):
-            store_secret_file(cfg.refresh_token_file, answer["refresh_token"])
-            print(f"Approved. The refresh token is in {cfg.refresh_token_file} (mode 0600).", file=out)
+            store_secret_file(store, answer["refresh_token"])
+            print(f"Approved. The refresh token is in {store} (mode 0600).", file=out)
             return
         if status == 200:
             raise OAuth2Error("the token endpoint answered without a refresh token (ask for offline access in oauth2.scope)")
