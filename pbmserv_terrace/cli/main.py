@@ -20,6 +20,7 @@ from ..gametypes import DEFAULT_GAME_TYPE, GAME_TYPES, board_game_of, board_game
 from ..lifecycle import setup_logging
 from ..mail.message import with_envelope_recipients
 from ..store import Database
+from ..store.db import head_revision
 from . import admin, inbox, oauth2, serve, web
 from .common import CliError, config_from_args
 
@@ -88,8 +89,7 @@ def _cmd_migrate(args: argparse.Namespace) -> int:
         db = Database(cfg.server.database_url)
         try:
             print(f"migrating {db.engine.url.render_as_string(hide_password=True)} to the newest schema ...", file=sys.stderr)
-            await db.migrate()
-            print("done: the schema is up to date", file=sys.stderr)
+            admin.print_migration(await db.migrate(), head_revision())
         finally:
             await db.close()
 

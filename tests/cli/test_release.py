@@ -39,3 +39,17 @@ def test_licence_is_mit_as_the_metadata_says():
     assert project["project"]["license"] == {"text": "MIT"}
     text = (ROOT / "LICENSE").read_text()
     assert text.startswith("MIT License") and "Copyright (c) 2026 the pbmserv-terrace authors" in text
+
+
+def test_migrate_says_which_revisions_it_applied(tmp_path):
+    import subprocess
+    import sys
+
+    def run() -> str:
+        env = {k: v for k, v in __import__("os").environ.items() if not k.startswith("PBMSERV_")}
+        return subprocess.run([sys.executable, "-m", "pbmserv_terrace", "migrate"], cwd=tmp_path, capture_output=True,
+                              text=True, check=True, env=env).stdout  # fmt: skip
+
+    first = run()
+    assert first.startswith("applied 0001: initial schema\n") and "applied 0009:" in first
+    assert run().strip().endswith("(it was up to date)")
