@@ -159,6 +159,19 @@ def die_with(parent: int) -> None:
         os._exit(1)
 
 
+PR_SET_NAME = 15
+
+
+def name_process(name: str) -> None:
+    """Give this process a name that ``ps -o comm``, ``top`` and ``/proc/PID/comm``
+    show (Linux, at most 15 bytes; elsewhere nothing): ``serve``'s children are
+    told apart by it (``pbmserv-sender``, ``pbmserv-robot``, ``pbmserv-reader``,
+    ``pbmserv-web``) — they all run as ``python -c from multiprocessing.spawn …``."""
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL(None, use_errno=True).prctl(PR_SET_NAME, name.encode()[:15], 0, 0, 0)
+
+
 def lower_priority(nice: int) -> None:
     """Run at ``nice`` (added to this process's niceness): work done for one mail
     or one robot yields the CPU to ``serve``'s event loop, which answers everybody."""
@@ -167,13 +180,16 @@ def lower_priority(nice: int) -> None:
             os.nice(nice)
 
 
-def pool_worker(parent: int, nice: int = 0) -> None:
-    """A process-pool worker of ``serve``: dies with it (:func:`die_with`), at ``nice``."""
+def pool_worker(parent: int, nice: int = 0, name: str = "") -> None:
+    """A process-pool worker of ``serve``: dies with it (:func:`die_with`), at
+    ``nice``, called ``name`` (:func:`name_process`)."""
     die_with(parent)
     lower_priority(nice)
+    if name:
+        name_process(name)
 
 
-def start_child(parent: int, nice: int = 0) -> None:
+def start_child(parent: int, nice: int = 0, name: str = "") -> None:
     """What a child process of ``serve`` does first: die with it (:func:`die_with`),
     leave SIGINT and SIGTERM to ``serve`` (a Ctrl-C or a service manager's SIGTERM
     reaches the whole group, and ``serve`` says when its children stop; without
@@ -181,6 +197,8 @@ def start_child(parent: int, nice: int = 0) -> None:
     ``serve`` does, and run at ``nice`` (:func:`lower_priority`)."""
     die_with(parent)
     lower_priority(nice)
+    if name:
+        name_process(name)
 
     def stop_signal(signum: int, frame: object) -> None:
         if os.getppid() != parent:

@@ -63,7 +63,7 @@ class MailReader:
             return parse_message(raw)
         if self._pool is None:
             context = multiprocessing.get_context("spawn")  # never fork a process that has threads and sockets
-            self._pool = ProcessPoolExecutor(1, mp_context=context, initializer=start_child, initargs=(os.getpid(), READER_NICE))
+            self._pool = ProcessPoolExecutor(1, mp_context=context, initializer=start_child, initargs=(os.getpid(), READER_NICE, "pbmserv-reader"))
         try:
             return await asyncio.get_running_loop().run_in_executor(self._pool, read_whole, raw)
         except BrokenProcessPool:

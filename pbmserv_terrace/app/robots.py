@@ -147,7 +147,7 @@ class RobotPlayer:
         board keeps its robot to move and the next start computes it again)."""
         context = multiprocessing.get_context("spawn")  # never fork a process that has threads and sockets
         # workers are started from this (the loop's) thread, on demand in submit
-        pool = ProcessPoolExecutor(self.workers, mp_context=context, initializer=pool_worker, initargs=(os.getpid(), ROBOT_NICE))
+        pool = ProcessPoolExecutor(self.workers, mp_context=context, initializer=pool_worker, initargs=(os.getpid(), ROBOT_NICE, "pbmserv-robot"))
         tasks = [asyncio.create_task(self._warm(pool), name="robots-warm")]
         tasks += [asyncio.create_task(self._worker(pool), name=f"robot-{i}") for i in range(self.workers)]
         try:

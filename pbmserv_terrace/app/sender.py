@@ -235,7 +235,7 @@ class SenderProcess:
 # ------------------------------------------------------- the sender process
 def child_main(config: Config, orders: Connection, totals: Connection, parent: int) -> None:
     """The sender process (spawned by :class:`SenderProcess`)."""
-    start_child(parent)  # serve says "s" to stop: this process then sends what is due
+    start_child(parent, name="pbmserv-sender")  # serve says "s" to stop: this process then sends what is due
     heap.settle()
     asyncio.run(_child(config, orders.fileno(), totals.fileno()))
 

@@ -206,6 +206,8 @@ class Service:
         if not mail.parsed.commands and mail.references:
             return None  # may be a reply whose key is found by its In-Reply-To
         for cmd in mail.parsed.commands:
+            if cmd.stands_in:
+                continue  # the short help for a mail of plain words: an answer to the sender only
             # a command declared per board (CommandDecl.per_board: BOARD USERID PASSWORD …)
             decl = decl_of(cmd.game_type, cmd.verb) if cmd.is_game else None
             at = decl.password_index(cmd.words) if decl is not None and decl.per_board else None

@@ -150,7 +150,7 @@ def main() -> None:
     settings = json.loads(sys.stdin.buffer.readline() or b"null")
     if not isinstance(settings, dict):
         raise SystemExit("pbmserv_terrace.web.process is started by serve (settings on stdin)")
-    start_child(int(settings["parent"]))
+    start_child(int(settings["parent"]), name="pbmserv-web")
     with contextlib.suppress(OSError):
         os.nice(WEB_NICE)
     asyncio.run(_child(settings))

@@ -25,7 +25,7 @@ def test_conflict_keys_of_board_commands_and_barriers():
     for subject in ("terrace challenge ann pw-ann bob", "signup ann pw", "terrace show 101", "terrace move ann pw 101 d2-e3"):
         assert Service.conflict_keys(mail(subject)) is None, subject
     assert Service.conflict_keys(mail("multiple", body="terrace move 101 ann pw d2-e3\nsignup x y\n")) is None
-    # nothing readable: only the sender (the reply is an error to the sender)
+    # nothing readable (plain words get the short help): only the sender
     assert Service.conflict_keys(mail("hello there")) == frozenset({"from:ann@x.test"})
 
 

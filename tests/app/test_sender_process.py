@@ -44,8 +44,9 @@ class Serve:
             return False
 
     def sender_pid(self) -> int | None:
-        """serve's child running the senders (not multiprocessing's resource tracker)."""
-        found = [pid for pid, cmd in children(self.proc.pid) if "spawn_main" in cmd]
+        """serve's child running the senders (by its name: the robot workers and
+        multiprocessing's resource tracker are children too)."""
+        found = [pid for pid, _ in children(self.proc.pid) if comm(pid) == "pbmserv-sender"]
         return found[0] if len(found) == 1 else None
 
     def mail(self, sender: str, subject: str) -> None:
@@ -74,6 +75,14 @@ def children(pid: int) -> list[tuple[int, str]]:
         if f"\nPPid:\t{pid}\n" in status:
             out.append((int(entry.name), cmd))
     return out
+
+
+def comm(pid: int) -> str:
+    """A process's name (``lifecycle.name_process``)."""
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return ""
 
 
 def alive(pid: int) -> bool:
@@ -170,6 +179,6 @@ def test_with_outbox_process_off_serve_sends_from_its_own_process(tmp_path: Path
         serve.mail("ann@home.test", "signup ann pw-ann")
         wait_for(lambda: len(replies(tmp_path, "ann@home.test")) == 1, "the reply")
         wait_for(lambda: serve.metric("pbmserv_replies_sent_total") == 1, "the reply counted")
-        assert [cmd for _, cmd in children(serve.proc.pid) if "spawn_main" in cmd] == []
+        assert [pid for pid, _ in children(serve.proc.pid) if comm(pid) == "pbmserv-sender"] == []
     finally:
         assert serve.stop() == 0
