@@ -85,17 +85,21 @@ STAGING = ".staged"
 (no address is named so: an address has an ``@``)"""
 
 
-def maildir_name(message_id: str, created: datetime) -> str:
-    """A reply's file name in its recipient's Maildir: ``time.M<µs>X<digest>.pbmserv``,
-    the same every time the reply is written (so a rewrite replaces, never adds)."""
+def maildir_name(message_id: str, created: datetime, key: int | None = None) -> str:
+    """A reply's file name in its recipient's Maildir: ``time.M<µs>Q<key>X<digest>.pbmserv``,
+    the same every time the reply is written (so a rewrite replaces, never adds).
+    ``key``, the outbox row's id, orders the replies one piece of work queued at
+    the same moment in the order it queued them (a draw offer before the robot's
+    answer: ``cli/inbox`` reads the ``Q`` number, as Maildir readers do)."""
     digest = hashlib.sha256(message_id.encode("utf-8", "surrogateescape")).hexdigest()[:20]
     seconds = calendar.timegm(created.utctimetuple())
-    return f"{seconds}.M{created.microsecond:06d}X{digest}.pbmserv"
+    sequence = f"Q{key}" if key is not None else ""
+    return f"{seconds}.M{created.microsecond:06d}{sequence}X{digest}.pbmserv"
 
 
 def staged_name(key: int, message_id: str, created: datetime) -> str:
     """A reply's name while staged: its outbox row's id, then its Maildir name."""
-    return f"{key}-{maildir_name(message_id, created)}"
+    return f"{key}-{maildir_name(message_id, created, key)}"
 
 
 def staged_key(name: str) -> int | None:

@@ -27,3 +27,19 @@ def test_replies_written_together_are_read_in_the_order_they_were_queued(tmp_pat
         os.utime(path, ns=(1_767_323_045_000_000_000, 1_767_323_045_000_000_000))
     mails = by_arrival(folder)
     assert [str(m["Subject"]) for m in mails] == subjects  # (across the second's end, too)
+
+
+def test_replies_queued_at_the_same_microsecond_are_read_in_the_order_of_their_rows(tmp_path: Path) -> None:
+    """One piece of work queues its replies with one time (a draw offer to a robot
+    and the robot's answer came out answer first): the outbox row's id in the name
+    (``Q<id>``) orders them, whatever the digest and the files' times say."""
+    folder = tmp_path / "ben@x.test"
+    for sub in ("tmp", "new", "cur"):
+        (folder / sub).mkdir(parents=True)
+    queued = datetime(2026, 1, 2, 3, 4, 5, 478_890)
+    subjects = [f"reply {i}" for i in range(12)]
+    for i in reversed(range(12)):
+        path = folder / "new" / maildir_name(f"<r{i}@srv.test>", queued, key=990 + i)
+        path.write_bytes(f"Subject: {subjects[i]}\n\nbody\n".encode())
+        os.utime(path, ns=(1_767_323_045_000_000_000 - i, 1_767_323_045_000_000_000 - i))
+    assert [str(m["Subject"]) for m in by_arrival(folder)] == subjects

@@ -54,7 +54,8 @@ def test_maildir_names_are_fixed_by_the_reply_and_staged_names_carry_the_row_id(
     assert maildir_name(odd, created) < maildir_name(odd, created + timedelta(microseconds=1))
     for name in (maildir_name(odd, created), staged_name(7, odd, created)):
         assert "/" not in name and ":" not in name, name
-    assert staged_name(7, odd, created) == "7-" + maildir_name(odd, created)
+    assert staged_name(7, odd, created) == "7-" + maildir_name(odd, created, 7)
+    assert maildir_name(odd, created, 7).startswith("1767323045.M000678Q7X")
     assert staged_key(staged_name(7, odd, created)) == 7
     assert staged_key("x-y") is None
     assert staged_key("notours.txt") is None
