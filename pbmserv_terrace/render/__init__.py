@@ -94,6 +94,8 @@ class GameView:
     """the last ply in canonical notation (``C-d2-e3:B``), '' when none is shown"""
     game_type: str = ""
     """the game's name in the game table (whose rules draw the picture)"""
+    web_url: str = ""
+    """the board's page in the web archive ('' when the server links none)"""
 
 
 @dataclass

@@ -192,6 +192,7 @@ async def game_view(
         position=board_rules(game.game_type).dump(pos),
         last_move=moves[-1].move if moves and moves[-1].move not in (RESIGN, FORFEIT) else "",
         game_type=game.game_type,
+        web_url=board_url(ctx, game),
     )
 
 
@@ -253,10 +254,17 @@ async def mail_game(
     await send_board(ctx, game, users, subject_for(game, new=new, comment=bool(comment and comment.text)), body, picture)
 
 
-def web_line(ctx: Ctx, game: Game) -> str:
-    """The board's page in the web archive, when the server has a public address."""
+def board_url(ctx: Ctx, game: Game) -> str:
+    """The board's page in the web archive ('' when the server links none:
+    :attr:`..config.WebConfig.link_base`)."""
     url = ctx.config.web.link_base
-    return f"\nThis board on the web: {url}/boards/{game.game_type}/{game.board_number}\n" if url else ""
+    return f"{url}/boards/{game.game_type}/{game.board_number}" if url else ""
+
+
+def web_line(ctx: Ctx, game: Game) -> str:
+    """The board's page in the web archive, as the last line of a text part."""
+    url = board_url(ctx, game)
+    return f"\nThis board on the web: {url}\n" if url else ""
 
 
 def example_move(game: Game, pos: BoardPosition) -> str:

@@ -27,7 +27,7 @@ from ..gametypes import GAME_TYPES, board_games, game_title, move_example
 from ..inbound import InboundMail
 from ..render import render
 from ..store import Game, User
-from .boards import game_view, reply_hint, seat_of, subject_for
+from .boards import game_view, reply_hint, seat_of, subject_for, web_line
 from .context import CommandError, Ctx, Mail
 from .replies import is_error_reply
 from .replykeys import ReplyKey, current_mark, decode_key, key_in_address, verify_key
@@ -248,7 +248,8 @@ async def _moved_on(ctx: Ctx, game: Game, user: User, said: ReplyCommand) -> Non
         f"{what_was_said(said)} was not played: board {game.board_number} has moved on since the mail you "
         f"answered ({now}); here is the board as it stands"
     )
-    body = render("update.txt", game=view, headline=headline, comment=None).rstrip("\n") + "\n\n" + reply_hint(game, seat) + "\n"
+    body = render("update.txt", game=view, headline=headline, comment=None) + web_line(ctx, game)
+    body = body.rstrip("\n") + "\n\n" + reply_hint(game, seat) + "\n"
     reply_to, fresh = await ctx.board_reply_address(game, user)
     ctx.out.append(Mail([ctx.sender], subject_for(game), body, for_sender=True, reply_to=reply_to, reply_key=fresh))
 

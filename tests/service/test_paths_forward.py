@@ -152,3 +152,14 @@ def test_every_game_numbers_its_boards_from_one_series(h):
     deal = h.send("ann", "patience new ann pw-ann")
     subjects = [mine(terrace, "ann").subject, mine(six, "ann").subject, deal[0].subject]
     assert subjects == ["New Terrace Board 101 ann", "New Terrace6x6 Board 102 ann", "New Patience Board 103 ann"]
+
+
+def test_the_html_part_links_the_board_on_the_web_as_the_text_part_does(h):
+    ann = mine(h.send("ann", "terrace challenge ann pw-ann ben"), "ann")
+    url = "http://127.0.0.1:8080/boards/terrace/101"
+    assert f"This board on the web: {url}" in ann.body
+    assert f'<a href="{url}"' in ann.html
+    stale_source = mine(answer(h, ann, example_in(ann)), "ann")
+    assert stale_source
+    notice = answer(h, ann, example_in(ann))
+    assert "was not played" in notice[0].body and f"This board on the web: {url}" in notice[0].body
