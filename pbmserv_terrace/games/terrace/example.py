@@ -5,8 +5,9 @@ A move *loses at once* when, after it, the mover's T is gone (a piece may
 capture its own army's T), or another army could capture it (RULES.md §6's
 "Terrace!": in a game of three or four every army that moves before the mover
 again may), or another army's T could step onto its goal.  The example is the
-best-reading move that does not; only when every move does is it the
-best-reading move of all.  A handful of integer operations per move looked at:
+best-reading move that does not, and that takes no piece of its own army (legal,
+but a poor example) when such a move exists; only when every move loses at once
+is it the best-reading move of all.  A handful of integer operations per move looked at:
 the first move in reading order is nearly always safe.
 """
 
@@ -75,4 +76,11 @@ def example_move(pos: Position) -> Move | None:
     """The footer's example: the first move in :func:`reading_order` that does not
     :func:`lose at once <loses_at_once>`, else the first of all (None: no move)."""
     moves = reading_order(pos)
-    return next((m for m in moves if not loses_at_once(pos, m)), moves[0] if moves else None)
+    safe = [m for m in moves if not loses_at_once(pos, m)]
+    # a capture of one's own piece is legal (RULES.md) but a poor example
+    return next((m for m in safe if not takes_own(pos, m)), safe[0] if safe else (moves[0] if moves else None))
+
+
+def takes_own(pos: Position, move: Move) -> bool:
+    """``move`` captures a piece of the mover's own army."""
+    return pos.board[move.to] >> 3 == pos.to_move

@@ -103,3 +103,30 @@ def test_the_example_costs_well_under_a_few_ms():
         rules.example_move(pos)
     mean = (time.perf_counter() - started) / len(positions)
     assert mean < 0.002, f"{mean * 1000:.2f} ms per example"
+
+
+def test_the_example_takes_no_piece_of_its_own_army_when_another_safe_move_exists():
+    """Found by playing (issue 38): ben's footer offered d2-c3, played as C-d2-c3:C
+    (his own C taken).  Over random playouts: whenever a safe move that takes no
+    own piece exists, the example is one."""
+    import random
+
+    from pbmserv_terrace.games.terrace.example import example_move, loses_at_once, takes_own
+    from pbmserv_terrace.games.terrace.setups import start_position
+
+    rng = random.Random(38)
+    checked = 0
+    for setup in ("long", "short", "master", "3p", "4p"):
+        for _ in range(6):
+            pos = start_position(setup)
+            for _ply in range(40):
+                if pos.is_over():
+                    break
+                moves = pos.legal_moves()
+                clean = [m for m in moves if not loses_at_once(pos, m) and not takes_own(pos, m)]
+                example = example_move(pos)
+                if clean:
+                    assert example in clean, (setup, pos)
+                    checked += 1
+                pos = pos.play(rng.choice(moves))
+    assert checked > 500
