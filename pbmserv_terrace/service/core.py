@@ -448,6 +448,9 @@ class Service:
             results.append((cmd, await self._run(ctx, cmd, alone=len(commands) == 1)))
         if reply is not None and reply.notes and not any(err for _, err in results):
             notice(ctx, f"{ctx.server_name}: your reply went to the board as chat", *reply.notes)
+            said = reply.commands[0] if reply.commands else None
+            if said is not None and said.game_type and said.words and said.words[0].isdigit():
+                ctx.out[-1].about_board = (said.game_type, int(said.words[0]))  # a Reply to the notice plays
         await keyed.key_error_replies(ctx)
         queued = self.queue_replies(ctx, now, multiple=parsed.multiple and reply is None)
         uow.processed.record(mail.message_id, now, mail.sender, redact(parsed.source_line or "")[:200])

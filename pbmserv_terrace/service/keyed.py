@@ -217,11 +217,7 @@ def _notes(said: ReplyCommand, game: Game) -> list[str]:
     if game.status != "active":
         rematch = "rematch for a new game, " if game.status != "removed" else ""
         return [went, f"The game is over: reply with {rematch}show, or chat and your message, on the first line."]
-    return [
-        went,
-        f"To play, reply with the move alone on the first line (e.g. {move_example(game.game_type)}); or resign, draw, "
-        "undo, show, chat.",
-    ]
+    return [went, "To play, reply to this mail (or to your board mail) with the move alone on the first line."]
 
 
 

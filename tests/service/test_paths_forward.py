@@ -163,3 +163,12 @@ def test_the_html_part_links_the_board_on_the_web_as_the_text_part_does(h):
     assert stale_source
     notice = answer(h, ann, example_in(ann))
     assert "was not played" in notice[0].body and f"This board on the web: {url}" in notice[0].body
+
+
+def test_the_went_to_chat_notice_can_be_answered_with_the_move_it_offers(h):
+    ann = mine(h.send("ann", "terrace challenge ann pw-ann ben"), "ann")
+    notes = [r for r in answer(h, ann, "hello ben, good luck!") if "went to the board as chat" in r.subject]
+    assert notes and "reply-to" in notes[0].headers
+    move = example_in(notes[0])  # the reply line of the board mail: this position's example
+    played = answer(h, notes[0], move)
+    assert h.last is not None and h.last.status == "ok" and any("ann played" in r.body for r in played)

@@ -177,7 +177,7 @@ def test_words_other_than_commands_go_to_the_board_as_chat_and_the_sender_is_tol
     out = answer(h, ann0, "what a lovely board!\nsee you")
     assert any(r.to.startswith("ben@") and "what a lovely board!" in r.body for r in out)
     note = [r for r in out if r.to.startswith("ann@") and "went to the board as a chat message" in r.body]
-    assert note and "reply with the move alone on the first line" in note[0].body
+    assert note and "with the move alone on the first line" in note[0].body
     assert board_tpn(h).endswith(" 1")
 
 
