@@ -13,6 +13,7 @@ from .boards import (
     board_error,
     game_view,
     load_game,
+    send_board,
 )
 from .context import CommandError, Ctx
 from .spec import command
@@ -33,7 +34,10 @@ async def chat(ctx: Ctx, cmd: Command) -> None:
     body = render("chat.txt", title=game_title(game.game_type), board_number=game.board_number, author=user.userid,
                   text=shortened(ctx, cmd.comment))  # fmt: skip
     unique = {u.id: u for u in players + subscribers}
-    ctx.send(list(unique.values()), f"{game_title(game.game_type)} Board {game.board_number} chat from {user.userid}", body)
+    # each player's copy carries the board's key, as a board mail does: pressing
+    # Reply on a chat mail chats back (or plays), found by playing (issue 38)
+    subject = f"{game_title(game.game_type)} Board {game.board_number} chat from {user.userid}"
+    await send_board(ctx, game, list(unique.values()), subject, body)
 
 
 # ---------------------------------------------------------------- watching

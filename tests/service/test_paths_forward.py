@@ -172,3 +172,12 @@ def test_the_went_to_chat_notice_can_be_answered_with_the_move_it_offers(h):
     move = example_in(notes[0])  # the reply line of the board mail: this position's example
     played = answer(h, notes[0], move)
     assert h.last is not None and h.last.status == "ok" and any("ann played" in r.body for r in played)
+
+
+def test_pressing_reply_on_a_chat_mail_chats_back(h):
+    h.send("ann", "terrace challenge ann pw-ann ben")
+    chat = mine(h.send("ann", "terrace chat 101 ann pw-ann", "good luck!"), "ben")
+    assert chat.subject == "Terrace Board 101 chat from ann" and "reply-to" in chat.headers
+    back = answer(h, chat, "chat thanks, you too")
+    assert h.last is not None and h.last.status == "ok"
+    assert any(r.subject == "Terrace Board 101 chat from ben" for r in back)
