@@ -88,10 +88,12 @@ class HintDesk:
         if key not in asked and len(asked) >= self.per_minute:
             raise CommandError(
                 f"at most {self.per_minute} hints a minute: your hint is not given; ask again in a minute "
-                "(a hint takes the solver a second of the server's time)"
+                "(a hint takes the solver a second of the server's time); your moves are welcome meanwhile",
+                game_type=board[0], board=board[1],
             )
         if board not in self._admitted and board not in self.waiting and self.busy():
-            raise CommandError("the server is busy with other players' hints: try again in a few minutes")
+            raise CommandError("the server is busy with other players' hints: try again in a few minutes",
+                               game_type=board[0], board=board[1])  # fmt: skip
         asked[key] = asked.get(key, now)
         self._asked[userid] = asked
         self._admitted.setdefault(board, now)

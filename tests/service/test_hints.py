@@ -106,6 +106,8 @@ def test_over_the_quota_a_hint_is_refused_with_a_clear_reply(h: Harness) -> None
         assert r.subject.endswith("hint"), r.body
     [r] = h.send("ann", "patience hint 101 ann pw-ann")
     assert f"at most {HINTS_PER_MINUTE} hints a minute" in r.body
+    # the refusal is about board 101 and carries its key: a Reply with a move plays
+    assert r.subject == "Patience Board 101 Error" and "reply-to" in r.headers
     assert board_state(h)[2]["hints"] == HINTS_PER_MINUTE and PENDING not in board_state(h)[2]
     # another player is not held back, and a minute later ann may ask again
     new(h, "ben")
