@@ -113,6 +113,33 @@ def published_name(staged: str) -> str:
     return staged.partition("-")[2]
 
 
+def make_maildir(folder: Path) -> None:
+    """Make the Maildir ``folder`` appear whole: its ``tmp/``, ``new/`` and ``cur/``
+    are made under a temporary name beside it, which is then renamed to
+    ``folder``, so a reader never sees the folder without its three (a reader
+    that looked between the mkdirs failed on the missing ``cur/``).  Another
+    writer's folder, made first, is kept."""
+    if folder.is_dir() and all((folder / sub).is_dir() for sub in ("tmp", "new", "cur")):
+        return
+    folder.parent.mkdir(PRIVATE_DIR, parents=True, exist_ok=True)
+    if not folder.exists():
+        building = folder.parent / f".{folder.name}.{os.getpid()}.making"
+        for sub in ("tmp", "new", "cur"):
+            (building / sub).mkdir(PRIVATE_DIR, parents=True, exist_ok=True)
+        os.chmod(building, PRIVATE_DIR)
+        try:
+            os.rename(building, folder)
+            return
+        except OSError:  # made meanwhile by another writer
+            for sub in ("tmp", "new", "cur"):
+                with contextlib.suppress(OSError):
+                    (building / sub).rmdir()
+            with contextlib.suppress(OSError):
+                building.rmdir()
+    for sub in ("tmp", "new", "cur"):
+        (folder / sub).mkdir(PRIVATE_DIR, parents=True, exist_ok=True)
+
+
 class MaildirDelivery:
     """The embedded default: replies land in ``<root>/<address>/`` (a Maildir).
 
@@ -197,9 +224,7 @@ class MaildirDelivery:
         for name, recipient in replies:
             folder = self.folder(recipient)
             if folder not in self._folders:
-                folder.mkdir(PRIVATE_DIR, parents=True, exist_ok=True)
-                for sub in ("tmp", "new", "cur"):
-                    (folder / sub).mkdir(PRIVATE_DIR, exist_ok=True)
+                make_maildir(folder)
                 self._folders.add(folder)
             with contextlib.suppress(FileNotFoundError):
                 os.rename(self.staging / name, folder / "new" / published_name(name))

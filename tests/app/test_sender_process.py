@@ -102,8 +102,8 @@ def wait_for(condition: Callable[[], bool], what: str, timeout: float = 30.0) ->
 
 def replies(cwd: Path, address: str) -> list[str]:
     folder = cwd / "maildirs" / address
-    if not folder.exists():
-        return []
+    if not all((folder / sub).is_dir() for sub in ("tmp", "new", "cur")):
+        return []  # (not yet, or being made: the delivery makes the folder, then its three)
     return sorted(str(m["Subject"]) for m in mailbox.Maildir(folder, create=False))
 
 

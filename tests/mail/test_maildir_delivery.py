@@ -154,3 +154,19 @@ def test_without_syncfs_each_file_is_fsynced_then_the_folder(tmp_path: Path, mon
     assert maildir.stage([(f"n{i}", b"x\n") for i in range(3)]) == [None] * 3
     assert len(calls.fsynced) == 3 + 1
     assert maildir.staged() == ["n0", "n1", "n2"]
+
+
+def test_a_maildir_appears_whole(tmp_path: Path) -> None:
+    """A reader never sees a recipient's folder without its tmp/, new/ and cur/ (a
+    test reading between the mkdirs failed on the missing cur/ in CI)."""
+    from pbmserv_terrace.mail.delivery import make_maildir
+
+    folder = tmp_path / "root" / "ann@x.test"
+    make_maildir(folder)
+    assert sorted(p.name for p in folder.iterdir()) == ["cur", "new", "tmp"]
+    assert [p.name for p in folder.parent.iterdir()] == ["ann@x.test"], "no temporary folder left"
+    assert folder.stat().st_mode & 0o777 == 0o700
+    half = tmp_path / "root" / "ben@x.test"
+    (half / "new").mkdir(parents=True)
+    make_maildir(half)  # one made half by someone else: completed in place
+    assert sorted(p.name for p in half.iterdir()) == ["cur", "new", "tmp"]
