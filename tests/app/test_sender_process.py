@@ -34,7 +34,12 @@ class Serve:
         self.log = cwd / "serve.log"
         self.proc = subprocess.Popen([sys.executable, "-m", "pbmserv_terrace", "serve"], cwd=cwd, env=self.env,
                                      stdout=self.log.open("ab"), stderr=subprocess.STDOUT)  # fmt: skip
-        wait_for(lambda: self.listening() and (self.sender_pid() is not None or not sender), "serve to start")
+        try:
+            wait_for(lambda: self.listening() and (self.sender_pid() is not None or not sender), "serve to start")
+        except BaseException:
+            self.proc.kill()  # a serve that did not start is not left running after the test
+            self.proc.wait(30)
+            raise
 
     def listening(self) -> bool:
         try:
