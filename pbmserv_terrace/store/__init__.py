@@ -2,6 +2,7 @@
 
 from .confirmations import Confirmation, Confirmations
 from .counters import PasswordFailure, ThrottleMark, ThrottleNotice
+from .digests import Digest, DigestEntry, Digests, TimerRun
 from .db import DEFAULT_DATABASE_URL, Database, normalise_url, utcnow
 from .models import (
     Base,
@@ -28,6 +29,9 @@ __all__ = [
     "Confirmation",
     "Confirmations",
     "Database",
+    "Digest",
+    "DigestEntry",
+    "Digests",
     "FinishedGame",
     "Game",
     "InboundQueue",
@@ -45,6 +49,7 @@ __all__ = [
     "Subscription",
     "ThrottleMark",
     "ThrottleNotice",
+    "TimerRun",
     "UnitOfWork",
     "User",
     "normalise_url",

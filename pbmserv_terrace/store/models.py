@@ -61,6 +61,14 @@ class User(Base):
     """addresses given at signup or by ``change address`` that have not answered
     their confirmation mail yet (migration 0008): they get no mail but that one;
     ``addresses`` holds only confirmed ones (issue 36)"""
+    digest: Mapped[dict[str, Any] | None] = mapped_column(JSON, default=None)
+    """``change digest`` (issue 40, migration 0011): ``{"times": ["08:00", ...],
+    "zone": "Europe/Paris"}``; None = one mail per event, as pbmserv"""
+    digest_next_at: Mapped[datetime | None] = mapped_column(default=None, index=True)
+    """when the next digest is due (naive UTC); None without a digest"""
+    remind_hours: Mapped[float | None] = mapped_column(Float, default=None)
+    """``change remind``: a reminder when less than this many hours are left before
+    a forfeit; None = the board's nag settings, 0 = no reminders"""
 
     @property
     def is_robot(self) -> bool:
