@@ -20,6 +20,7 @@ from .models import (
     User,
 )
 from .queue import InboundQueue, QueuedMail, QueueListener
+from .tournaments import Tournament, TournamentEntrant, TournamentGame, Tournaments
 from .uow import MailUndo, UnitOfWork
 
 __all__ = [
@@ -50,6 +51,10 @@ __all__ = [
     "ThrottleMark",
     "ThrottleNotice",
     "TimerRun",
+    "Tournament",
+    "TournamentEntrant",
+    "TournamentGame",
+    "Tournaments",
     "UnitOfWork",
     "User",
     "normalise_url",

@@ -124,6 +124,9 @@ class Game(Base):
     deadline_at: Mapped[datetime | None] = mapped_column(default=None)
     """next time the scheduler must look at this game (nag or forfeit)"""
     finished_at: Mapped[datetime | None] = mapped_column(default=None)
+    tournament_id: Mapped[int | None] = mapped_column(ForeignKey("tournaments.id"), default=None)
+    """the tournament this board is a game of (issue 41, migration 0010; its round is in
+    ``tournament_games``)"""
 
     seats: Mapped[list[Seat]] = relationship(
         back_populates="game", order_by="Seat.seat", lazy="selectin", cascade="all, delete-orphan"
