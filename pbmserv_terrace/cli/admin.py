@@ -13,7 +13,7 @@ migrate                          upgrade the schema, saying each revision applie
 
 No command but migrate (and restore into an empty database) changes the schema: on a
 database whose schema is behind this program's each says so and how to upgrade.
-``--config FILE`` may come before or after the command's name.
+``--config FILE`` may come before or after the command's name (cli/common.CommandParser).
 
 Every command checks its arguments and says what is wrong; long work prints progress
 to stderr.
@@ -307,7 +307,6 @@ async def check_schema(db: Database, args: argparse.Namespace) -> None:
 # -------------------------------------------------------------------- wiring
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     admin = sub.add_parser("admin", help="operator tools (games, users, replay, resend, export, backup, restore, ...)")
-    admin.add_argument("--config", help="TOML config file (default ./pbmserv.toml if present)")
     asub = admin.add_subparsers(dest="admin_command", required=True, metavar="ADMIN_COMMAND")
     p = asub.add_parser("games", help="list boards")
     p.add_argument("--status", default="active", choices=["active", "won", "draw", "removed", "all"])
@@ -339,9 +338,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = asub.add_parser("restore", help="load a backup into an empty database (checked before it is committed)")
     p.add_argument("file")
     asub.add_parser("migrate", help="create or upgrade the database schema, saying each revision applied")
-    for each in asub.choices.values():
-        # (also after the command's name; SUPPRESS: not given there, the one before it stands)
-        each.add_argument("--config", default=argparse.SUPPRESS, help="TOML config file (default ./pbmserv.toml if present)")
     admin.set_defaults(handler=cmd_admin)
 
 

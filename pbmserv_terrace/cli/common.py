@@ -1,13 +1,31 @@
-"""What every CLI command shares: the configuration from ``--config`` (and the
-logging it asks for: ``[server] log_level``, ``log_format``, a command's
-``--log-level``), and the error that prints one line and exits 2."""
+"""What every CLI command shares: the parser that takes ``--config FILE`` wherever
+it is typed, the configuration from it (and the logging it asks for: ``[server]
+log_level``, ``log_format``, a command's ``--log-level``), and the error that prints
+one line and exits 2."""
 
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from ..config import Config, ConfigError, load_config
 from ..lifecycle import setup_logging
+
+CONFIG_HELP = "TOML config file (default ./pbmserv.toml if present)"
+
+
+class CommandParser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` whose every level takes ``--config FILE``: before the
+    command's name, after it, and after a sub-command's (``pbmserv-terrace --config x
+    admin games``, ``admin --config x games`` and ``admin games --config x`` are the
+    same).  argparse makes a command's parser of its parent's class, so each
+    command and sub-command gets the option here; below the top level its default
+    is SUPPRESS, because argparse copies a sub-parser's defaults over what the
+    levels above it parsed: not given there, the value given before stands."""
+
+    def __init__(self, *args: Any, top: bool = False, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.add_argument("--config", metavar="FILE", default=None if top else argparse.SUPPRESS, help=CONFIG_HELP)
 
 
 class CliError(Exception):

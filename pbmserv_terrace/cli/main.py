@@ -22,7 +22,7 @@ from ..mail.message import with_envelope_recipients
 from ..store import Database
 from ..store.db import head_revision
 from . import admin, inbox, oauth2, serve, web
-from .common import CliError, config_from_args
+from .common import CliError, CommandParser, config_from_args
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -112,11 +112,14 @@ def _cmd_handle(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="pbmserv-terrace", description=f"A play-by-email server for {GAME_TYPES[DEFAULT_GAME_TYPE].title}."
+    parser = CommandParser(  # (--config FILE anywhere: cli/common.py)
+        prog="pbmserv-terrace", description=f"A play-by-email server for {GAME_TYPES[DEFAULT_GAME_TYPE].title}.", top=True
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    # (its parsers are CommandParsers, which the commands' register functions take as ArgumentParsers)
+    sub: argparse._SubParsersAction[argparse.ArgumentParser] = parser.add_subparsers(  # type: ignore[assignment]
+        dest="command", required=True, metavar="COMMAND"
+    )
 
     p = sub.add_parser("perft", help="count legal move sequences (rules check and benchmark)")
     p.add_argument("--game", choices=board_games(), help=f"the board game (default {DEFAULT_GAME_TYPE}; a --position may say its own)")
@@ -136,11 +139,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(handler=_cmd_board)
 
     p = sub.add_parser("migrate", help="create or upgrade the database schema")
-    p.add_argument("--config", help="TOML config file (default ./pbmserv.toml if present)")
     p.set_defaults(handler=_cmd_migrate)
 
     p = sub.add_parser("handle", help="process one mail from standard input (pipe mode)")
-    p.add_argument("--config", help="TOML config file (default ./pbmserv.toml if present)")
     p.add_argument("--print", action="store_true", help="write the replies to stdout as an mbox; send nothing")
     p.add_argument(
         "--recipient", help="the envelope recipient (default: $ORIGINAL_RECIPIENT or $RECIPIENT, as Postfix sets them)"

@@ -30,5 +30,4 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("oauth2", help="OAuth2 for the mail account (Gmail, Microsoft 365)")
     actions = p.add_subparsers(dest="oauth2_command", required=True, metavar="ACTION")
     login = actions.add_parser("login", help="device-flow sign-in; stores the refresh token in oauth2.refresh_token_file")
-    login.add_argument("--config", help="TOML config file (default ./pbmserv.toml if present)")
     login.set_defaults(handler=cmd_login)

@@ -225,9 +225,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     def add(name: str, help_text: str) -> argparse.ArgumentParser:
-        p = sub.add_parser(name, help=help_text)
-        p.add_argument("--config", help="TOML config file (default ./pbmserv.toml if present)")
-        return p
+        return sub.add_parser(name, help=help_text)  # (each takes --config: cli/common.CommandParser)
 
     p = add("serve", "run the server (embedded default without [imap]/[smtp] settings)")
     p.add_argument("--log-level", choices=list(LEVELS), help="how much to log (default: [server] log_level, else info)")

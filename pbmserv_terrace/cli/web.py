@@ -63,6 +63,5 @@ def cmd_web(args: argparse.Namespace) -> int:
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("web", help="run the read-only web archive alone (serve also runs it when [web] listen is set)")
-    p.add_argument("--config", help="TOML config file (default ./pbmserv.toml if present)")
     p.add_argument("--listen", help=f"HOST:PORT to serve on (default: [web] listen, else {DEFAULT_WEB_LISTEN})")
     p.set_defaults(handler=cmd_web)
