@@ -175,6 +175,22 @@ class EmbeddedConfig:
 
 
 @dataclass
+class LmtpConfig:
+    """``serve`` taking mail by LMTP from the local MTA (issue 43; deploy/postfix/)."""
+
+    listen: str = ""
+    """``unix:/path`` (or ``/path``) for a UNIX socket, or ``host:port``; empty = off"""
+    socket_mode: str = "0660"
+    """the UNIX socket's permissions (octal)"""
+    socket_group: str = ""
+    """the UNIX socket's group (e.g. ``postfix``, whose ``lmtp`` client connects); empty = serve's own"""
+
+    @property
+    def mode(self) -> int:
+        return int(self.socket_mode, 8)
+
+
+@dataclass
 class TimerConfig:
     nagtime: float = 7.0
     """days without a move before a nag"""
@@ -240,6 +256,7 @@ class Config:
     imap: ImapConfig = field(default_factory=ImapConfig)
     smtp: SmtpConfig = field(default_factory=SmtpConfig)
     embedded: EmbeddedConfig = field(default_factory=EmbeddedConfig)
+    lmtp: LmtpConfig = field(default_factory=LmtpConfig)
     timers: TimerConfig = field(default_factory=TimerConfig)
     oauth2: OAuth2Config = field(default_factory=OAuth2Config)
     web: WebConfig = field(default_factory=WebConfig)
@@ -256,8 +273,9 @@ class Config:
     @property
     def inbound(self) -> str:
         """Where mail comes in (a key of ``app.transports.INBOUND``): ``imap`` when an
-        IMAP host is configured, else ``embedded`` (the SMTP listener on loopback)."""
-        return "imap" if self.uses_imap else "embedded"
+        IMAP host is configured, ``lmtp`` when ``[lmtp] listen`` is, else ``embedded``
+        (the SMTP listener on loopback)."""
+        return "imap" if self.uses_imap else "lmtp" if self.lmtp.listen else "embedded"
 
     @property
     def outbound(self) -> str:
@@ -275,6 +293,7 @@ _SECTIONS = {
     "imap": ImapConfig,
     "smtp": SmtpConfig,
     "embedded": EmbeddedConfig,
+    "lmtp": LmtpConfig,
     "timers": TimerConfig,
     "oauth2": OAuth2Config,
     "web": WebConfig,
@@ -505,6 +524,7 @@ def _validate(cfg: Config, problems: list[str]) -> None:
         problems.append("imap.linger: must be between 0 and 60 seconds")
     if cfg.imap.fast_poll < 0:
         problems.append("imap.fast_poll: must be 0 (use IDLE) or a number of seconds")
+    _validate_lmtp(cfg, problems)
     if not 0 < cfg.embedded.listen_port <= 65535:
         problems.append(f"embedded.listen_port: {cfg.embedded.listen_port} is not a port number")
     if cfg.timers.nagtime <= 0 or cfg.timers.forfeittime <= 0:
@@ -512,6 +532,31 @@ def _validate(cfg: Config, problems: list[str]) -> None:
     if cfg.timers.forfeittime < cfg.timers.nagtime:
         problems.append("timers.forfeittime: must not be shorter than timers.nagtime")
     _validate_web(cfg, problems)
+
+
+def _validate_lmtp(cfg: Config, problems: list[str]) -> None:
+    """``[lmtp] listen``: a UNIX socket's absolute path or host:port; not beside IMAP
+    (``serve`` takes mail one way)."""
+    lmtp = cfg.lmtp
+    lmtp.listen = lmtp.listen.strip()
+    if not lmtp.listen:
+        return
+    if cfg.uses_imap:
+        problems.append("lmtp.listen: mail comes in one way; set imap.host or lmtp.listen, not both")
+    path = lmtp.listen.removeprefix("unix:")
+    if lmtp.listen.startswith("unix:") or path.startswith("/"):
+        if not path.startswith("/"):
+            problems.append(f"lmtp.listen: {lmtp.listen!r}: a UNIX socket needs an absolute path (unix:/run/pbmserv/lmtp)")
+    else:
+        try:
+            parse_listen(lmtp.listen)
+        except ValueError:
+            problems.append(f"lmtp.listen: {lmtp.listen!r} is not unix:/path or host:port (e.g. 127.0.0.1:8024)")
+    try:
+        if not 0 <= lmtp.mode <= 0o777:
+            raise ValueError
+    except ValueError:
+        problems.append(f"lmtp.socket_mode: {lmtp.socket_mode!r} is not an octal mode such as 0660")
 
 
 def _validate_web(cfg: Config, problems: list[str]) -> None:

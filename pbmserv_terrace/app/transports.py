@@ -6,8 +6,8 @@ the embedded SMTP listener, an IMAP mailbox) or takes replies out (a *delivery*,
 :class:`~..mail.delivery.Delivery`: SMTP, Maildirs).  :data:`INBOUND` names the
 transports in by :attr:`~..config.Config.inbound`; ``mail.delivery.OUTBOUND`` the
 deliveries by :attr:`~..config.Config.outbound`.  :class:`~.server.Server` runs
-whichever transport it is given and knows none of them: a fourth (LMTP, say) is
-one class here and one entry in the table.
+whichever transport it is given and knows none of them: a new one is one class
+here and one entry in the table (LMTP was added so: :class:`LmtpIn`).
 
 A transport hands each raw mail to the :class:`Sink` (the server): one mail and
 its outcome (:meth:`Sink.take`, the embedded listener answers 250 or 451 by it), or
@@ -24,6 +24,7 @@ from typing import Any, Protocol
 from ..config import Config
 from ..mail.embedded import SmtpListener
 from ..mail.imap import ImapMailbox
+from ..mail.lmtp import LmtpListener
 from ..store import Database, InboundQueue, QueueListener
 
 
@@ -128,6 +129,44 @@ class EmbeddedIn:
         )
 
 
+class LmtpIn:
+    """LMTP from the local MTA (Postfix's ``lmtp`` client) on a UNIX socket or a TCP
+    port: each mail is answered 250 per recipient after its commit, 451 when it could
+    not be handled (the MTA keeps it and tries again)."""
+
+    kind = "lmtp"
+    files_failed = False
+
+    def __init__(self, sink: Sink) -> None:
+        self.sink = sink
+        cfg = sink.config.lmtp
+        self.listener = LmtpListener(cfg.listen, sink.take, socket_mode=cfg.mode, socket_group=cfg.socket_group)
+
+    async def start(self) -> None:
+        await self.listener.start()
+        self.sink.set_inbound_connected(True)
+
+    async def run(self) -> None:
+        await self.sink.stopping.wait()  # (the listener answers on its own)
+
+    async def stop(self) -> None:
+        await self.listener.stop()
+
+    def receiving(self) -> int:
+        return self.listener.receiving()
+
+    def overdue(self) -> None:
+        self.listener.overdue()
+
+    def describe(self, web: str) -> str:
+        cfg = self.sink.config
+        out = f"SMTP {cfg.smtp.host}:{cfg.smtp.port}" if cfg.uses_smtp else f"./{cfg.embedded.maildir_root}/<address>/"
+        return (
+            f"taking mail for {cfg.server.address} by LMTP on {self.listener.where}; replies go to {out}; "
+            f"database {self.sink.db.engine.url.render_as_string(hide_password=True)}; web archive {web}"
+        )
+
+
 class ImapIn:
     """An IMAP mailbox (IDLE or polling).  On PostgreSQL every worker claims mails
     from the database's shared inbound queue, which the worker holding the mailbox
@@ -175,5 +214,5 @@ class ImapIn:
         )
 
 
-INBOUND: dict[str, Callable[[Sink], MailIn]] = {"embedded": EmbeddedIn, "imap": ImapIn}
+INBOUND: dict[str, Callable[[Sink], MailIn]] = {"embedded": EmbeddedIn, "imap": ImapIn, "lmtp": LmtpIn}
 """the transports that bring mail in, by :attr:`Config.inbound`"""

@@ -24,6 +24,9 @@ log = logging.getLogger("pbmserv.embedded")
 RawHandler = Callable[[bytes], Awaitable[None]]
 
 MAX_MESSAGE = 12 * 1024 * 1024
+MAX_RECIPIENTS = 100
+"""RCPT TOs one mail may name (RFC 5321 4.5.3.1.8: a server takes at least 100);
+each travels with the mail as an ``X-Original-To`` field"""
 
 
 _PLAIN_ANGLE_ADDR = re.compile(rf"[ \t]*<({DOT_ATOM_ADDRESS})>[ \t]*(?![ \t(])(.*)", re.DOTALL)
@@ -56,7 +59,23 @@ class SmtpSession(SMTP):
             return None, None
         return address, rest
 
+    recipients_in_data = 0
+    """RCPT TOs of the mail whose DATA is being read (its outcome is said for each in LMTP)"""
+
     _getaddr = read_address  # aiosmtpd's hook for the argument of MAIL FROM and RCPT TO
+
+    async def smtp_RCPT(self, arg: str | None) -> None:
+        """aiosmtpd's RCPT, refusing recipients past :data:`MAX_RECIPIENTS` (452:
+        the client sends them in another mail)."""
+        if self.envelope is not None and len(self.envelope.rcpt_tos) >= MAX_RECIPIENTS:
+            await self.push("452 4.5.3 Error: too many recipients")
+            return
+        await super().smtp_RCPT(arg)
+
+    async def push_outcome(self, status: str) -> None:
+        """Say what became of the mail after DATA (LMTP says it once per recipient:
+        ``mail/lmtp.LmtpSession``)."""
+        await self.push(status)
 
     async def smtp_DATA(self, arg: str) -> None:
         """aiosmtpd's DATA with the mail read in one search for its end instead
@@ -75,6 +94,7 @@ class SmtpSession(SMTP):
         if arg:
             await self.push("501 Syntax: DATA")
             return
+        self.recipients_in_data = len(self.envelope.rcpt_tos)
         await self.push("354 End data with <CR><LF>.<CR><LF>")
         try:
             content = await _read_data(self._reader, self.data_size_limit or MAX_MESSAGE)
@@ -85,12 +105,12 @@ class SmtpSession(SMTP):
             raise
         if content is None:
             self._set_post_data_state()  # type: ignore[no-untyped-call]
-            await self.push("552 Error: Too much mail data")
+            await self.push_outcome("552 Error: Too much mail data")
             return
         self.envelope.content = self.envelope.original_content = content
         status = await self._call_handler_hook("DATA")
         self._set_post_data_state()  # type: ignore[no-untyped-call]
-        await self.push(status)
+        await self.push_outcome(status)
 
 
 _END = b"\r\n.\r\n"
@@ -156,7 +176,11 @@ class _Handler:
 
 
 class SmtpListener:
-    """``start()`` listens; ``stop()`` stops accepting and waits for mails in hand."""
+    """``start()`` listens; ``stop()`` stops accepting and waits for mails in hand.
+    ``mail/lmtp.LmtpListener`` is this with LMTP sessions, on TCP or a UNIX socket."""
+
+    session: type[SmtpSession] = SmtpSession
+    """the protocol each connection speaks"""
 
     def __init__(self, host: str, port: int, handle: RawHandler) -> None:
         self.host, self.port = host, port
@@ -170,14 +194,18 @@ class SmtpListener:
         loop = asyncio.get_running_loop()
 
         def factory() -> Any:
-            smtp = SmtpSession(self._handler, data_size_limit=MAX_MESSAGE, enable_SMTPUTF8=True, hostname="pbmserv.local")
+            smtp = self.session(self._handler, data_size_limit=MAX_MESSAGE, enable_SMTPUTF8=True, hostname="pbmserv.local")
             self._connections.add(smtp)
             return smtp
 
-        self._server = await loop.create_server(factory, host=self.host, port=self.port)
-        sock = self._server.sockets[0].getsockname()
-        self.port = int(sock[1])
+        self._server = await self.bind(loop, factory)
+
+    async def bind(self, loop: asyncio.AbstractEventLoop, factory: Callable[[], Any]) -> asyncio.base_events.Server:
+        """Listen on ``host:port`` (port 0: a free one, then kept in ``port``)."""
+        server = await loop.create_server(factory, host=self.host, port=self.port)
+        self.port = int(server.sockets[0].getsockname()[1])
         log.info("embedded SMTP listener on %s:%d", self.host, self.port)
+        return server
 
     def receiving(self) -> int:
         """Mails being received: connections whose client has begun a mail (MAIL

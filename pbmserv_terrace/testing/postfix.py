@@ -9,7 +9,9 @@ clients only (SASL through Dovecot's auth service, ``smtpd_sasl_type = dovecot``
 offering what Dovecot offers: XOAUTH2 and OAUTHBEARER too when that Dovecot has an
 ``oauth2`` passdb; no TLS: loopback).  Mail for the virtual domains goes to
 Dovecot over LMTP (``virtual_transport``), with ``recipient_delimiter = +`` so
-``user+key@`` is delivered to ``user@``.  No DNS, no relayhost, no local delivery; retries every
+``user+key@`` is delivered to ``user@``; ``transports`` sends chosen addresses
+elsewhere (``transport_maps``: the game address to ``serve``'s LMTP socket, as
+deploy/postfix/README.md does; ``user+key@`` follows ``user@``).  No DNS, no relayhost, no local delivery; retries every
 couple of seconds so a stopped instance's queue flushes quickly after a start.
 
 Needs the Debian package ``postfix`` (its ``postfix`` user and ``postdrop`` group)
@@ -63,6 +65,7 @@ smtpd_peername_lookup = no
 virtual_mailbox_domains = {domains}
 virtual_mailbox_maps = texthash:{base}/conf/vmailbox
 virtual_transport = lmtp:inet:127.0.0.1:{lmtp_port}
+transport_maps = texthash:{base}/conf/transport
 recipient_delimiter = +
 smtpd_relay_restrictions = permit_mynetworks, permit_sasl_authenticated, reject_unauth_destination
 smtpd_sasl_type = dovecot
@@ -137,8 +140,11 @@ class PostfixServer:
         sasl_port: int = 0,
         retry: int = 2,
         hostname: str = "mta.test",
+        transports: dict[str, str] | None = None,
     ) -> None:
         self.lmtp_port, self.sasl_port = lmtp_port, sasl_port
+        self.transports = dict(transports or {})
+        """address → Postfix transport (``lmtp:unix:/path``), before ``virtual_transport``"""
         self.domains, self.mailboxes = list(domains), list(mailboxes)
         self.retry, self.hostname = retry, hostname
         self.base: Path | None = None
@@ -184,6 +190,7 @@ class PostfixServer:
             lines = master.splitlines()
             master = "\n".join([lines[0], *lines[6:]]) + "\n"
         (base / "conf" / "master.cf").write_text(master)
+        (base / "conf" / "transport").write_text("".join(f"{a.lower()} {t}\n" for a, t in self.transports.items()))
         (base / "conf" / "vmailbox").write_text("".join(f"{m.lower()} ok\n" for m in self.mailboxes))
         return base
 
