@@ -6,8 +6,16 @@ previous one is committed, so a crash re-sends at most the one reply that was in
 flight on each connection (and with the same Message-ID, which lets clients that
 deduplicate do so).  Into Maildirs a whole claim is staged, recorded and then
 published, and a crash re-sends nothing twice (:meth:`OutboxSenders._send_staged`).
-The outcomes of replies that end at about the same time on several connections
-are committed together, in one transaction (a group commit: :class:`OutboxSenders`).  Temporary failures are retried with exponential
+Between the MTA's ``250`` and the commit of that outcome a sender does nothing
+else (it composes its next reply and claims more only afterwards), a claim never
+goes before an outcome waiting to be written, and on SQLite the outcome's
+transaction goes before ``serve``'s next one (``Database.session(first=True)``):
+so the window in which a crash sends a reply again is as short as one commit,
+and a restart's first reply is not left in it at the next crash (issue 43).
+An outcome that could not be written is kept and written before anything else,
+never sent again.  The outcomes already in hand when a transaction starts on
+several connections are committed together, in one transaction (a group
+commit: :class:`OutboxSenders`).  Temporary failures are retried with exponential
 back-off until ``give_up_hours``; permanent rejections are recorded as ``failed``
 at once.  A provider that says "slow down" (421/451/452) pauses all sending, and
 ``smtp.max_per_minute`` holds what is over the limit; either way the held replies
@@ -78,10 +86,12 @@ class OutboxSenders:
     Each :meth:`step` claims a few due replies and sends them one by one; a
     recipient's replies go out in order (a recipient being sent to is left out of
     other claims).  After each reply its outcome is handed to the group commit
-    and the sender waits until it is committed before it starts the next one: the
+    and the sender waits until it is committed before it does anything else
+    (composing its next reply, on the composer thread, comes after): the
     outcomes that are ready while a transaction writes are written by the next
-    one, all in one statement (:attr:`groups` counts the transactions).  The
-    message for the next reply is composed meanwhile, on the composer thread.
+    one, all in one statement (:attr:`groups` counts the transactions), which
+    starts at once with what is in hand and never waits for more.  A claim
+    waits until no outcome is waiting to be written.
 
     On SQLite (one process) the claim is a plain read, so mail processing never
     waits for the network; outcomes take the writer lock once per group, not once
@@ -121,6 +131,9 @@ class OutboxSenders:
         self._paused_until = 0.0
         self._throttles = 0
         self._outcomes: list[tuple[list[OutboxMessage], asyncio.Future[None]]] = []
+        self._unrecorded: list[OutboxMessage] = []
+        """replies tried whose outcome could not be written (the database was away):
+        written before anything else is done, never claimed and sent again here"""
         self._recovered = False
         """a Maildir's staged replies were looked at (:meth:`_recover`)"""
         self._writer: asyncio.Task[None] | None = None
@@ -164,6 +177,9 @@ class OutboxSenders:
         some were held back: recipients being sent to elsewhere, the rate limit
         or a pause)."""
         async with self._claiming:
+            await self._settled()  # an outcome before any claim
+            if self._unrecorded:
+                await self._record_unrecorded()
             if not self._recovered and isinstance(self.delivery, StagedDelivery):
                 await self._recover(self.delivery)
             allowed = self.allowance()
@@ -176,23 +192,26 @@ class OutboxSenders:
         if len(rows) >= self.batch and self.full is not None:
             self.full()
         tried = 0
-        ahead: dict[int, asyncio.Future[Outgoing]] = {}
         try:
             if rows and isinstance(self.delivery, StagedDelivery):
                 tried, rows = await self._send_staged(rows, self.delivery), []
             while rows and self.clock() >= self._paused_until:
                 row, rows = rows[0], rows[1:]
                 tried += 1
-                message = ahead.pop(row.id, None) or self._compose(row)
-                if rows:  # the next one is composed while this one is sent and recorded
-                    ahead[rows[0].id] = self._compose(rows[0])
+                # composed now, not while the last one's outcome was being committed:
+                # from the MTA's 250 to that commit this sender does nothing else
                 try:
-                    await _send_one(row, message, self.delivery, self.config, self.result)
+                    await _send_one(row, self._compose(row), self.delivery, self.config, self.result)
                 except Throttled as exc:
                     self._throttled(exc)
                 else:
                     self._count(row)
-                await self._commit([row])
+                try:
+                    await self._commit([row])
+                except BaseException:
+                    if row.attempts:  # tried: kept, to be written before anything else (never sent again)
+                        self._unrecorded.append(row)
+                    raise
             if rows and not self.db.is_sqlite:
                 await self._release(rows)  # not tried (a pause began): for any worker again
         except BaseException:
@@ -200,7 +219,8 @@ class OutboxSenders:
                 await self._lost()
             raise
         finally:
-            self._busy.difference_update(mine)
+            # (an unrecorded reply's recipient stays busy until its outcome is written)
+            self._busy.difference_update(mine - {r.recipient.lower() for r in self._unrecorded})
         return tried, left_out
 
     def _count(self, row: OutboxMessage) -> None:
@@ -329,9 +349,29 @@ class OutboxSenders:
                 await conn.close()
 
     # ------------------------------------------------------ the group commit
-    async def _commit(self, rows: list[OutboxMessage]) -> None:
+    async def _settled(self) -> None:
+        """Until no outcome is waiting to be written (a claim never goes first)."""
+        while self._writer is not None and not self._writer.done():
+            await asyncio.wait({self._writer})
+
+    async def _record_unrecorded(self) -> None:
+        """Write the outcomes that could not be written before (raises while the
+        database is still away; they stay kept)."""
+        rows, self._unrecorded = self._unrecorded, []
+        try:
+            await self._commit(rows, held=False)
+        except BaseException:
+            self._unrecorded = rows + self._unrecorded
+            raise
+        log.info("recorded the outcome of %d replies that could not be recorded before", len(rows))
+        self._busy.difference_update(r.recipient.lower() for r in rows)
+
+    async def _commit(self, rows: list[OutboxMessage], *, held: bool = True) -> None:
         """Hand these rows' outcomes to the group commit and wait until the
         transaction that writes them has committed."""
+        if not held:  # (their leases went with a lost connection: written on their own)
+            await self._write(rows, held=False)
+            return
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._outcomes.append((rows, future))
         if self._writer is None or self._writer.done():
@@ -341,7 +381,7 @@ class OutboxSenders:
     async def _write_outcomes(self) -> None:
         """Write what is waiting, one transaction each time, until nothing is."""
         while self._outcomes:
-            for _ in range(2):  # senders whose replies ended in the same instant add theirs first
+            for _ in range(2):  # outcomes already in hand (ended in the same instant) join: no waiting for more
                 await asyncio.sleep(0)
             group, self._outcomes = self._outcomes, []
             try:
@@ -360,15 +400,16 @@ class OutboxSenders:
                 if not future.done():
                     future.set_result(None)
 
-    async def _write(self, rows: list[OutboxMessage]) -> None:
+    async def _write(self, rows: list[OutboxMessage], *, held: bool = True) -> None:
         if self.db.is_sqlite:
-            async with self.db.session() as session:
-                await session.begin()
+            async with self.db.session(first=True) as session:  # before serve's next transaction
                 await Outbox(session).record(rows)
                 await session.commit()
             return
         async with self._using:
-            if self._conn is None or not self._leased.issuperset(r.id for r in rows):
+            if not held and self._conn is None:
+                self._conn = await autocommit(self.db).connect()
+            if self._conn is None or (held and not self._leased.issuperset(r.id for r in rows)):
                 raise ConnectionError("the outbox lost its leases' connection: the replies go again")
             await leases.write_outcomes(self._conn, rows)
             self._leased.difference_update(r.id for r in rows)
@@ -420,6 +461,7 @@ async def _send_one(
     except Exception as exc:
         _note(row, exc, config, result)
     else:
+        log.debug("reply %s to %s: taken by the MTA", row.message_id, row.recipient)  # (the crash tests count these)
         _note(row, None, config, result)
 
 

@@ -3,7 +3,9 @@
 SQLite (the embedded default) runs in WAL mode; every transaction starts with
 ``BEGIN IMMEDIATE`` so a writer takes the lock up front and other writers wait
 (busy timeout) instead of failing with "database is locked" half-way; in one
-process an asyncio lock keeps writers in line without busy-waiting.  PostgreSQL
+process an asyncio lock keeps writers in line without busy-waiting, and a writer
+that must not wait behind a backlog (the outbox's outcomes) goes first across
+processes (``Database.session(first=True)``: :class:`.inline.Turn`).  PostgreSQL
 (asyncpg) allows many transactions at once; games are locked row by row.
 
 The SQLite file holds password hashes and the reply-key secret: it is created
@@ -42,6 +44,8 @@ PRIVATE_FILE = 0o600
 PRIVATE_DIR = 0o700
 SQLITE_BUSY_TIMEOUT_S = 60.0
 READ_ONLY = "pbmserv_read_only"
+GOES_FIRST = "pbmserv_goes_first"
+"""execution option of a SQLite transaction whose writer holds the turn (:class:`.inline.Turn`)"""
 
 
 def utcnow() -> datetime:
@@ -98,7 +102,9 @@ def private_sqlite_file(database: str) -> None:
             continue
 
 
-def make_engine(url: str, **kwargs: Any) -> AsyncEngine:
+def make_engine(url: str, turn: inline.Turn | None = None, **kwargs: Any) -> AsyncEngine:
+    """The engine; on SQLite, with ``turn``, every writer but one holding the turn
+    waits while a writer that goes first holds it."""
     url = normalise_url(url)
     kwargs.setdefault("json_deserializer", json_loads)
     if url.startswith("sqlite"):
@@ -125,12 +131,13 @@ def make_engine(url: str, **kwargs: Any) -> AsyncEngine:
         @event.listens_for(engine.sync_engine, "begin")
         def _on_begin(conn: Connection) -> None:
             # a reader (Database.reading) takes no write lock; WAL lets it read beside a writer
-            if conn.get_execution_options().get(READ_ONLY):
+            options = conn.get_execution_options()
+            if options.get(READ_ONLY):
                 conn.exec_driver_sql("BEGIN")
             else:
                 driver = conn.connection.driver_connection  # the InlineConnection
                 assert isinstance(driver, inline.InlineConnection)
-                inline.begin_immediate(driver.raw, SQLITE_BUSY_TIMEOUT_S)
+                inline.begin_immediate(driver.raw, SQLITE_BUSY_TIMEOUT_S, None if options.get(GOES_FIRST) else turn)
 
         return engine
     kwargs.setdefault("pool_size", 10)
@@ -217,7 +224,10 @@ class Database:
 
     def __init__(self, url: str = DEFAULT_DATABASE_URL, **engine_kwargs: Any) -> None:
         self.url = normalise_url(url)
-        self.engine = make_engine(self.url, **engine_kwargs)
+        database = make_url(self.url).database if self.url.startswith("sqlite") else None
+        self.turn = inline.Turn(database + inline.TURN_SUFFIX) if database and database != ":memory:" else None
+        """SQLite: the turn of a writer that goes first (:meth:`session`)"""
+        self.engine = make_engine(self.url, self.turn, **engine_kwargs)
         self.is_sqlite = self.engine.dialect.name == "sqlite"
         self.sessions = async_sessionmaker(self.engine, expire_on_commit=False, autoflush=True)
         self._writer = asyncio.Lock() if self.is_sqlite else None
@@ -254,19 +264,28 @@ class Database:
             return await conn.run_sync(lambda c: inspect(c).get_table_names())
 
     @contextlib.asynccontextmanager
-    async def session(self) -> AsyncIterator[AsyncSession]:
+    async def session(self, *, first: bool = False) -> AsyncIterator[AsyncSession]:
         """A session inside one transaction, rolled back unless the caller commits.
-        On SQLite, one writer at a time in this process."""
+        On SQLite, one writer at a time in this process; with ``first`` the
+        transaction is begun at once and goes before other processes' writers
+        (:class:`.inline.Turn`: it waits for at most the transaction that runs)."""
         if self._writer is not None:
             await self._writer.acquire()
+        took = False
         try:
+            if first and self.turn is not None:
+                took = await self.turn.take(SQLITE_BUSY_TIMEOUT_S)
             async with self.sessions() as session:
                 try:
+                    if took:
+                        await session.connection(execution_options={GOES_FIRST: True})  # (begins it)
                     yield session
                 finally:
                     if session.in_transaction():
                         await session.rollback()
         finally:
+            if took and self.turn is not None:
+                self.turn.give_back()
             if self._writer is not None:
                 self._writer.release()
 
@@ -303,3 +322,5 @@ class Database:
 
     async def close(self) -> None:
         await self.engine.dispose()
+        if self.turn is not None:
+            self.turn.close()

@@ -14,11 +14,25 @@ write lock.  :func:`begin_immediate` therefore tries it without a busy timeout
 and, while the lock is taken, sleeps on the event loop (not in SQLite) before
 trying again, up to the busy timeout.  Any other statement that meets a lock
 waits at most ``STATEMENT_BUSY_MS`` in SQLite.
+
+SQLite's write lock has no queue: whoever tries in the gap between two of
+``serve``'s transactions gets it.  While ``serve`` works through a backlog its
+transactions follow one another with gaps shorter than a try's pause, and the
+sender process, which must record that the MTA took a reply before it does
+anything else, waited for seconds (issue 43: a restart's first reply, sent
+again, was still waiting for its outcome at the next SIGKILL, three kills in a
+row).  A :class:`Turn` lets such a writer go first: it holds an exclusive
+``flock`` on a file beside the database while it waits and writes, and every
+other writer's ``BEGIN IMMEDIATE`` waits while the turn is held.  So the
+outcome waits for at most the one transaction that was running.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import fcntl
+import os
 import sqlite3
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -35,6 +49,75 @@ sender process that paused longer (it backed off to 100 ms) missed most of them
 and wrote its replies' outcomes, and so the replies, only when the mail stopped
 coming (issue 18: in the embedded benchmark the sender's CPU during the intake
 rose from ~0.6 to ~2.1 ms a mail).  A try costs some microseconds."""
+TURN_POLL = 0.001
+"""seconds between two tries of a writer that goes first (:class:`Turn`)"""
+TURN_SUFFIX = "-turn"
+"""the file beside the database whose lock is the turn"""
+
+
+class Turn:
+    """The turn to write first, across processes (see the module's text): a
+    writer that goes first :meth:`take`-s it (an exclusive ``flock``, which
+    the kernel ends if the process dies), every other writer asks
+    :meth:`claimed` before its ``BEGIN IMMEDIATE`` and waits while it is.
+    Two descriptors: ``flock`` locks belong to an open file, so the question
+    and the holding must not share one (a shared lock asked on the holding
+    descriptor would turn its exclusive lock into a shared one)."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._ask = -1
+        self._hold = -1
+
+    def _open(self) -> int:
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        os.fchmod(fd, 0o600)
+        return fd
+
+    def claimed(self) -> bool:
+        """Whether a writer that goes first holds the turn now (a few µs)."""
+        if self._ask < 0:
+            try:
+                self._ask = self._open()
+            except OSError:
+                return False  # (a folder we cannot write into: nobody can take the turn there either)
+        try:
+            fcntl.flock(self._ask, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(self._ask, fcntl.LOCK_UN)
+        return False
+
+    async def take(self, timeout: float) -> bool:
+        """Hold the turn (waiting on the event loop while another writer that goes
+        first holds it, up to ``timeout``); False if it could not be had (then write
+        without it)."""
+        if self._hold < 0:
+            try:
+                self._hold = self._open()
+            except OSError:
+                return False
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                fcntl.flock(self._hold, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return True
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    return False
+            await asyncio.sleep(TURN_POLL)
+
+    def give_back(self) -> None:
+        if self._hold >= 0:
+            with contextlib.suppress(OSError):
+                fcntl.flock(self._hold, fcntl.LOCK_UN)
+
+    def close(self) -> None:
+        for fd in (self._ask, self._hold):
+            if fd >= 0:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+        self._ask = self._hold = -1
 
 
 class InlineCursor:
@@ -164,15 +247,19 @@ def creator(database: str) -> Callable[[], Any]:
     return connect
 
 
-def begin_immediate(raw: sqlite3.Connection, busy_timeout_s: float) -> None:
+def begin_immediate(raw: sqlite3.Connection, busy_timeout_s: float, turn: Turn | None = None) -> None:
     """``BEGIN IMMEDIATE`` without blocking the event loop: while another
     process holds the write lock, sleep on the loop (this runs inside
-    SQLAlchemy's greenlet) and try again, for up to ``busy_timeout_s``."""
+    SQLAlchemy's greenlet) and try again, for up to ``busy_timeout_s``.  With
+    ``turn``, also while a writer that goes first holds it (:class:`Turn`)."""
     raw.execute("PRAGMA busy_timeout=0")
     try:
         deadline = time.monotonic() + busy_timeout_s
         pause = 0.002
         while True:
+            if turn is not None and turn.claimed() and time.monotonic() < deadline:
+                await_only(asyncio.sleep(TURN_POLL))
+                continue
             try:
                 raw.execute("BEGIN IMMEDIATE")
                 return
