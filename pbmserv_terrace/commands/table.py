@@ -110,13 +110,22 @@ def _board_first(words: Sequence[str]) -> int:
     return 2 if not words or words[0].split("#")[0].isdigit() else 1
 
 
+def _tournament_password(words: Sequence[str]) -> int | None:
+    """``tournament new USERID PASSWORD …``, ``tournament join T USERID PASSWORD``
+    (and leave, start, add, withdraw); ``show`` and ``list`` have none."""
+    sub = words[0].lower() if words else ""
+    if sub == "new":
+        return 2
+    return 3 if sub in ("join", "leave", "start", "add", "withdraw") else None
+
+
 def help_topic_names() -> list[str]:
     """The topics ``help TOPIC`` knows, as its usage and its refusal list them: the
     commands, each board game's rules (its first help topic), the tutorial, replying,
     the board, each solitaire."""
     games = [g.help_topics[0] for g in GAME_TYPES.values() if g.family == "board" and g.help_topics]
     solitaires = [g.help_topics[0] for g in GAME_TYPES.values() if g.family == "solitaire" and g.help_topics]
-    return list(dict.fromkeys(["commands", *games, "tutorial", "reply", "board", *solitaires]))
+    return list(dict.fromkeys(["commands", *games, "tutorial", "reply", "board", "tournament", *solitaires]))
 
 
 ACCOUNT_COMMANDS: tuple[CommandDecl, ...] = (
@@ -225,6 +234,23 @@ BOARD_COMMANDS: tuple[CommandDecl, ...] = (
     CommandDecl("seek", "board", "seek USERID PASSWORD n", (("seek U P n", "the games you look for"),), password_at=1),
     CommandDecl("vacation", "board", "vacation USERID PASSWORD on|off",
                 (("vacation U P on|off", "no nags or forfeits while away"),), password_at=1),
+    CommandDecl(
+        "tournament", "board",
+        "tournament new USERID PASSWORD NAME -roundrobin|-double|-swiss ROUNDS|-knockout [--players=MIN-MAX] "
+        "[--start=YYYY-MM-DD] [-long|-medium|-short|-master] [--nagtime=DAYS] [--forfeittime=DAYS] [--totaltime=DAYS] | "
+        "tournament join|leave|start|withdraw T USERID PASSWORD | tournament add T USERID PASSWORD robotN | "
+        "tournament show T | tournament list",
+        (("tournament new U P NAME -roundrobin|-double|-swiss R|-knockout [--players=MIN-MAX] [--start=YYYY-MM-DD] "
+          "[-setup] [--nagtime=D] [--forfeittime=D] [--totaltime=D]", "open a tournament that you organize "
+          "(help tournament)"),
+         ("tournament join|leave T U P", "enter tournament T, or leave it before it starts"),
+         ("tournament start T U P", "the organizer starts it (else it starts on its --start day)"),
+         ("tournament add T U P robotN", "the organizer seats a robot"),
+         ("tournament withdraw T U P", "stop playing in it: your games in play are forfeited"),
+         ("tournament show T", "its table, crosstable and every round's boards"),
+         ("tournament list", "the tournaments")),
+        password_at=_tournament_password, abbreviation="tourn",
+    ),
     CommandDecl("list", "board", "list"),
 )  # fmt: skip
 """the commands of every board game (``terrace …``, ``terrace6x6 …``)"""

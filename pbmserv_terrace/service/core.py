@@ -27,7 +27,7 @@ from ..inbound import InboundMail, is_valid_address, never_answer
 from ..store import Confirmations, Database, MailUndo, UnitOfWork, utcnow
 from ..store.models import DELETED_HASH_PREFIX
 from ..store.repos import Users
-from . import authentic, confirmations, keyed, robots, solitaire, timers
+from . import authentic, confirmations, keyed, robots, solitaire, timers, tournaments
 from .args import MissingArguments, missing_reason, notice
 from .boards import ROUTINE_ROUNDS
 from .context import CommandError, Ctx, Mail
@@ -149,6 +149,8 @@ class Service:
                 for game in games:
                     await timers.handle_due(ctx, game)
                     handled += 1
+                await tournaments.settle(ctx)  # boards that ended on time: their rounds go on
+                await tournaments.sweep(ctx)  # tournaments whose day has come, rounds left complete
                 self.queue_replies(ctx, now)
                 await uow.commit()
             if len(games) < batch:
@@ -451,6 +453,7 @@ class Service:
             said = reply.commands[0] if reply.commands else None
             if said is not None and said.game_type and said.words and said.words[0].isdigit():
                 ctx.out[-1].about_board = (said.game_type, int(said.words[0]))  # a Reply to the notice plays
+        await tournaments.settle(ctx)  # tournament boards this mail ended: record, pair the next round
         await keyed.key_error_replies(ctx)
         queued = self.queue_replies(ctx, now, multiple=parsed.multiple and reply is None)
         uow.processed.record(mail.message_id, now, mail.sender, redact(parsed.source_line or "")[:200])
@@ -503,6 +506,7 @@ class Service:
                     )
                 ctx = self.context(uow, now)
                 if await robots.draw_if_robots_alone(ctx, game):
+                    await tournaments.settle(ctx)
                     queued = self.queue_replies(ctx, now)
                     await uow.commit()
                     return HandleResult("ok", "robots alone: drawn", len(queued), board=str(turn.board), outbox_ids=queued)
@@ -514,8 +518,9 @@ class Service:
                     # the engine chose a move the rules refuse: a bug; nothing is played
                     log.error("robot %s on %s %d: move %s refused: %s", turn.userid, turn.game_type, turn.board, move_text, error)
                     return HandleResult("error", error, board=str(turn.board), user=turn.userid, command="robot move")
+                await tournaments.settle(ctx)  # a robot's move ended a tournament board
                 queued = self.queue_replies(ctx, now)
-                turns = await robots.robot_turns(uow.session, [game.id])
+                turns = await robots.robot_turns(uow.session, [game.id, *tournaments.opened(uow.session)])
                 await uow.commit()
         except IntegrityError:
             # another worker played this ply first (the moves table refuses a second one)

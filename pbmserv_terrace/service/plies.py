@@ -15,6 +15,10 @@ from .context import CommandError, Ctx
 from .ratings import apply_ratings
 from .solitaire import abandon
 
+ENDED_IN_TOURNAMENTS = "tournament_boards_ended"
+"""``session.info`` key: the tournament boards this transaction ended (:func:`finish`);
+``service.tournaments.settle`` records their results before the replies are queued"""
+
 
 async def record_ply(ctx: Ctx, game: Game, seat: Seat, text: str, *, auto: bool = False) -> None:
     game.ply += 1
@@ -143,6 +147,8 @@ async def finish(ctx: Ctx, game: Game, winner_seat: int | None, result: str) -> 
         s.queued_moves, s.submitted_move, s.resign_pending = [], None, False
     if game.rated:
         ctx.rating_lines = await apply_ratings(ctx.uow, game)
+    if game.tournament_id is not None:
+        ctx.uow.session.info.setdefault(ENDED_IN_TOURNAMENTS, set()).add(game.id)
     ctx.uow.history.add(
         FinishedGame(
             game_id=game.id,
@@ -161,6 +167,13 @@ async def first_round_removal(ctx: Ctx, game: Game, seat: Seat, how: str, commen
     restarts without them (unrated); with fewer than two left the board is removed."""
     leaving = seat.user.userid
     remaining = [s for s in game.seats if s is not seat]
+    if len(remaining) == 1 and game.tournament_id is not None:
+        # a tournament game is not removed: the one who stays wins it (unrated, as a first round's end)
+        stays = remaining[0]
+        game.rated = False
+        await finish(ctx, game, stays.seat, f"{stays.user.userid} wins ({leaving} {how} in the first round)")
+        await mail_game(ctx, game, headline=f"{leaving} {how} in the first round; {stays.user.userid} wins", comment=comment)
+        return
     if len(remaining) < 2:
         game.status = "removed"
         game.result = f"{leaving} {how} in the first round"

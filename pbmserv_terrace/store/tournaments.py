@@ -198,6 +198,16 @@ class Tournaments:
         stmt = select(Game).where(Game.id.in_(list(game_ids))).execution_options(populate_existing=True)
         return {g.id: g for g in (await self.s.execute(stmt)).scalars()}
 
+    async def note_of(self, game_id: int) -> tuple[int, str, int, int] | None:
+        """(number, name, round, rounds) of the tournament game on board ``game_id``."""
+        stmt = (
+            select(Tournament.number, Tournament.name, TournamentGame.round, Tournament.rounds)
+            .join(Tournament, Tournament.id == TournamentGame.tournament_id)
+            .where(TournamentGame.game_id == game_id)
+        )
+        row = (await self.s.execute(stmt)).first()
+        return (int(row[0]), str(row[1]), int(row[2]), int(row[3])) if row is not None else None
+
     async def of_user(self, user_id: int) -> list[Tournament]:
         stmt = (
             select(Tournament)
