@@ -86,10 +86,11 @@ def to_outgoing(row: OutboxMessage, config: Config) -> Outgoing:
 def to_email(row: OutboxMessage, config: Config) -> Message:
     images: list[tuple[str, bytes]] = []
     if row.html and row.picture:
-        spec = row.picture
-        png = picture_png(spec)
-        if png is not None:
-            images.append((str(spec["cid"]), png))
+        # a digest (issue 40) shows a picture per board: its spec lists them
+        for spec in row.picture.get("pictures") or [row.picture]:
+            png = picture_png(spec)
+            if png is not None:
+                images.append((str(spec["cid"]), png))
     return build_message(
         sender=config.server.address,
         sender_name=config.server.name,

@@ -10,6 +10,9 @@ export TYPE BOARD|--all DIR      a game's moves and final position as text
 backup FILE / restore FILE       the whole database as JSON lines (SQLite or PostgreSQL, either way):
                                  one snapshot, beside a running serve; restore checks what it loaded
 migrate                          upgrade the schema, saying each revision applied
+timers [--at ISO-TIME]           run every timer due then (reminders, forfeits, digests), the
+                                 code serve's scheduler runs; prints what it queued; --at
+                                 refuses a time earlier than the last run
 
 No command but migrate (and restore into an empty database) changes the schema: on a
 database whose schema is behind this program's each says so and how to upgrade.
@@ -26,6 +29,7 @@ import asyncio
 import getpass
 import secrets
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 
 from sqlalchemy import select, update
@@ -63,6 +67,33 @@ async def _game(uow: UnitOfWork, game_type: str, number: str, lock: bool = False
     if game is None:
         raise AdminError(f"there is no {game_type} board {number}")
     return game
+
+
+# ------------------------------------------------------------------- timers
+def parse_at(text: str) -> datetime:
+    """An ISO time as naive UTC (a time without an offset is UTC)."""
+    try:
+        at = datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise AdminError(f"--at {text[:40]!r} is not an ISO time such as 2026-12-01T08:00 or 2026-12-01T08:00+01:00") from None
+    return at.astimezone(UTC).replace(tzinfo=None) if at.tzinfo is not None else at
+
+
+async def timers(db: Database, config: Config, args: argparse.Namespace) -> None:
+    """Every timer due at --at (default now), as serve's scheduler runs them."""
+    service = Service(db, config)
+    at = parse_at(args.at) if args.at else utcnow()
+    last = await service.last_timer_run()
+    if args.at and last is not None and at < last:
+        raise AdminError(f"--at {at:%Y-%m-%d %H:%M:%S} is earlier than the timers' last run ({last:%Y-%m-%d %H:%M:%S} UTC): "
+                         "timers never run backwards")  # fmt: skip
+    queued: list[str] = []
+    handled = await service.run_timers(at, queued=queued)
+    async with UnitOfWork(db) as uow:
+        rows = (await uow.session.execute(select(OutboxMessage).where(OutboxMessage.message_id.in_(queued)))).scalars().all()
+        for row in sorted(rows, key=lambda r: r.id):
+            print(f"queued  {row.recipient}  {row.subject}")
+    print(f"timers at {at:%Y-%m-%d %H:%M:%S} UTC: {handled} boards and digests handled, {len(queued)} mails queued")
 
 
 # ------------------------------------------------------------------ looking
@@ -338,6 +369,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = asub.add_parser("restore", help="load a backup into an empty database (checked before it is committed)")
     p.add_argument("file")
     asub.add_parser("migrate", help="create or upgrade the database schema, saying each revision applied")
+    p = asub.add_parser("timers", help="run the timers due at a time (reminders, forfeits, digests); print what they queued")
+    p.add_argument("--at", help="ISO time (default now; UTC without an offset); refused if earlier than the last run")
     admin.set_defaults(handler=cmd_admin)
 
 
@@ -350,8 +383,8 @@ def cmd_admin(args: argparse.Namespace) -> int:
             command = args.admin_command
             if command not in ("restore", "migrate"):
                 await check_schema(db, args)
-            if command in ("remove", "replay"):
-                await {"remove": remove, "replay": replay}[command](db, config, args)
+            if command in ("remove", "replay", "timers"):
+                await {"remove": remove, "replay": replay, "timers": timers}[command](db, config, args)
             else:
                 handler = {
                     "games": games, "game": game, "users": users, "user": user, "reset-password": reset_password,

@@ -139,12 +139,19 @@ ACCOUNT_COMMANDS: tuple[CommandDecl, ...] = (
     CommandDecl(
         "change", None,
         "change password USERID PASSWORD NEWPASSWORD | change address USERID PASSWORD [address ...] | change keys USERID "
-        "PASSWORD | change pictures USERID PASSWORD on|off | change public USERID PASSWORD on|off",
+        "PASSWORD | change pictures USERID PASSWORD on|off | change public USERID PASSWORD on|off | change digest USERID "
+        "PASSWORD daily HH:MM [TIMEZONE] | change digest USERID PASSWORD twice HH:MM HH:MM [TIMEZONE] | change digest "
+        "USERID PASSWORD off | change remind USERID PASSWORD HOURS|off",
         (("change password U P NEW", "new password"),
          ("change address U P [address...]", "where your mail goes"),
          ("change keys U P", "cancel the reply addresses of your mails so far"),
          ("change pictures U P on|off", "board mails with a picture, or text only"),
-         ("change public U P on|off", "your comments in the web archive, or hidden")),
+         ("change public U P on|off", "your comments in the web archive, or hidden"),
+         ("change digest U P daily HH:MM [ZONE]", "opponents' moves in one mail a day (Reply: a line per board;"
+          " game ends, new boards, chat, reminders and errors still at once)"),
+         ("change digest U P twice HH:MM HH:MM [ZONE]", "the same, twice a day"),
+         ("change digest U P off", "a mail for every move again (the default)"),
+         ("change remind U P HOURS|off", "one reminder per board and turn when fewer HOURS are left before a forfeit")),
         password_at=2, masked=(3,),
     ),
     CommandDecl("signoff", None, "signoff USERID PASSWORD", (("signoff U P", "stop mail"),), password_at=1),

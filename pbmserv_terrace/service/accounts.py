@@ -12,7 +12,8 @@ from ..store.models import ROBOTS
 from .args import check_addresses, check_password, check_userid, need, notice
 from .confirmations import set_addresses
 from .context import CommandError, Ctx
-from .plies import forfeit_all
+from .digests import describe, next_at, parse_digest, send_due
+from .plies import forfeit_all, schedule
 from .solitaire import help_lines
 from .spec import command
 
@@ -80,11 +81,18 @@ def games_line() -> str:
 async def change(ctx: Ctx, cmd: Command) -> None:
     words = need(cmd, 3)
     what = words[0].lower()
-    if what not in ("password", "address", "addresses", "keys", "pictures", "public"):
+    if what not in ("password", "address", "addresses", "keys", "pictures", "public", "digest", "remind"):
         raise CommandError(
-            f"'change {words[0][:30]}': you can change your password, address, keys, pictures (on/off) or public (on/off)"
+            f"'change {words[0][:30]}': you can change your password, address, keys, pictures (on/off), public (on/off), "
+            "digest or remind"
         )
     user = await ctx.auth(words[1], words[2])
+    if what == "digest":
+        await change_digest(ctx, user, words[3:])
+        return
+    if what == "remind":
+        await change_remind(ctx, user, words[3:])
+        return
     if what in ("pictures", "public"):
         if len(words) != 4 or words[3].lower() not in ("on", "off"):
             raise CommandError(f"'change {what}' is followed by on or off")
@@ -115,6 +123,56 @@ async def change(ctx: Ctx, cmd: Command) -> None:
         if not user.addresses:
             lines.insert(0, f"No confirmed address is left for {user.userid}: no mail goes out until one is confirmed.")
         notice(ctx, f"{ctx.server_name}: address changed", *lines)
+
+
+async def change_digest(ctx: Ctx, user: User, words: list[str]) -> None:
+    """``change digest U P daily HH:MM [ZONE] | twice HH:MM HH:MM [ZONE] | off`` (issue 40);
+    off sends what was held at once, as a last digest."""
+    spec = parse_digest(words)
+    last = spec is None and user.digest is not None and await send_due(ctx, user)
+    user.digest = spec
+    user.digest_next_at = next_at(spec, ctx.now) if spec else None
+    if spec is None:
+        said = [f"{user.userid}: no more digests; every board mail comes at once again."]
+        if last:
+            said.append("What was held for your next digest comes now, as a last digest.")
+    else:
+        assert user.digest_next_at is not None
+        said = [
+            f"{user.userid}: your digest comes {describe(spec)}; the next one at {user.digest_next_at:%Y-%m-%d %H:%M} UTC.",
+            "Board mails about your opponents' moves wait for it; it lists every board where it is your turn, "
+            "and a Reply to it with one line per board (101 d2-e3) plays them all.",
+            "Game ends, new boards, chat, reminders and errors still come at once.",
+        ]
+    notice(ctx, f"{ctx.server_name}: digest {'off' if spec is None else words[0].lower()}", *said)
+
+
+async def change_remind(ctx: Ctx, user: User, words: list[str]) -> None:
+    """``change remind U P HOURS|off`` (issue 40): a reminder once fewer than HOURS
+    are left before a forfeit, once per board and turn; off: none."""
+    if len(words) != 1:
+        raise CommandError("'change remind' is followed by a number of hours (1 to 720), or off")
+    word = words[0].lower()
+    if word == "off":
+        user.remind_hours = 0.0
+        said = f"{user.userid}: no more reminders before a forfeit (the forfeit itself still comes)."
+    elif word == "default":
+        user.remind_hours = None
+        said = f"{user.userid}: reminders come after each board's nag time, as by default."
+    else:
+        try:
+            hours = float(word)
+        except ValueError:
+            hours = -1.0
+        if not 1 <= hours <= 720:
+            raise CommandError(f"'{word[:20]}' is not a number of hours from 1 to 720 (or off)")
+        user.remind_hours = hours
+        said = (f"{user.userid}: on each board where it is your turn you get one reminder once fewer than {hours:g} hours "
+                "are left before the forfeit; reply to it with your move.")  # fmt: skip
+    for game in await ctx.uow.games.active_for_users([user.id]):
+        if GAME_TYPES[game.game_type].family == "board":
+            schedule(ctx, game)  # the boards' next reminder, by the new setting
+    notice(ctx, f"{ctx.server_name}: remind {word}", said)
 
 
 @command("signoff")

@@ -16,7 +16,7 @@ from ..gametypes.view import NOT_MOVES, BoardFacts, SeatFacts, player_state, pos
 from ..gametypes.view import status_lines as view_status_lines
 from ..render import CommentView, GameView, PlayerView, move_table, render
 from ..render.html import board_html, move_links_html
-from ..store import Game, MoveRecord, Seat, User
+from ..store import DigestEntry, Digests, Game, MoveRecord, Seat, User
 from ..store.repos import Ply
 from ..store.tournaments import Tournaments
 from .args import shortened
@@ -263,7 +263,20 @@ async def mail_game(
     if game.status != "active":
         users += await ctx.uow.watchers.notifiers(game.id)
         users += await ctx.uow.users.notify_all_users()
-    await send_board(ctx, game, users, subject_for(game, new=new, comment=bool(comment and comment.text)), body, picture)
+    # a routine update (not a new board, not the end) waits for the digest of a
+    # player who asked for one (issue 40): its headline becomes a line of it
+    held = digest_line(game, headline, comment) if game.status == "active" and not new and headline else None
+    await send_board(ctx, game, users, subject_for(game, new=new, comment=bool(comment and comment.text)), body, picture,
+                     hold=held)  # fmt: skip
+
+
+def digest_line(game: Game, headline: str, comment: CommentView | None) -> str:
+    """A held board mail as a line of a digest: ``Terrace Board 101: ben played d7-d6``."""
+    line = f"{game_title(game.game_type)} Board {game.board_number}: {headline}"
+    if comment is not None and comment.text:
+        said = comment.text.strip().split("\n", 1)[0]
+        line += f" ({comment.author}: {said[:60]}{'...' if len(said) > 60 else ''})"
+    return line[:300]
 
 
 def board_url(ctx: Ctx, game: Game) -> str:
@@ -373,12 +386,22 @@ class BoardPicture:
 
 
 async def send_board(
-    ctx: Ctx, game: Game, users: list[User], subject: str, body: str, picture: BoardPicture | None = None
+    ctx: Ctx,
+    game: Game,
+    users: list[User],
+    subject: str,
+    body: str,
+    picture: BoardPicture | None = None,
+    *,
+    hold: str | None = None,
 ) -> None:
     """A board mail to ``users``: each player of the board gets their own copy with
     a reply key (``Reply-To``) and the line saying how to answer it by Reply; the
     others (subscribers, notifiers) one copy without.  With ``picture``, users who
-    want pictures (the default) get the HTML part with the board drawn."""
+    want pictures (the default) get the HTML part with the board drawn.  ``hold``:
+    the mail's line in a digest; a player with a digest (``change digest``) who did
+    not write the mail being answered gets that line held for their next digest
+    instead of the mail, in this transaction (:mod:`pbmserv_terrace.store.digests`)."""
     seats = {s.user_id: s for s in game.seats}
     others: dict[bool, list[User]] = {True: [], False: []}
     done: set[int] = set()
@@ -387,6 +410,11 @@ async def send_board(
             continue
         done.add(user.id)
         seat = seats.get(user.id)
+        if seat is not None and user.id in ctx.quiet_users:
+            continue  # a Reply to a digest: its one summary answers its sender
+        if seat is not None and hold is not None and user.digest and not user.signed_off and not ctx.acted(user):
+            Digests(ctx.uow.session).hold(DigestEntry(user_id=user.id, game_id=game.id, line=hold, created_at=ctx.now))
+            continue
         addresses = ctx.addresses_of(user)  # confirmed ones only (issue 36)
         if seat is None or user.signed_off or not addresses:
             others[picture is not None and user.pictures].append(user)

@@ -91,6 +91,14 @@ class Ctx:
         """this work's password outcomes; the service applies them once it is final"""
         self.password_users: set[int] = set()
         """users this mail gave the right password of (:meth:`addresses_of`)"""
+        self.quiet_users: set[int] = set()
+        """users whose board mails this work leaves out: a Reply to a digest
+        answers its sender with one summary instead (:mod:`.digests`)"""
+
+    def acted(self, user: User) -> bool:
+        """``user`` wrote this mail (their password, or their reply key): what it
+        makes for them is the answer to their own mail, never held for a digest."""
+        return user.id in self.password_users or (self.keyed_user is not None and self.keyed_user.id == user.id)
 
     @property
     def sender(self) -> str:

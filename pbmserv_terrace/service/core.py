@@ -24,10 +24,10 @@ from ..commands.table import decl_of
 from ..config import Config
 from ..gametypes import DEFAULT_GAME_TYPE, TITLES_PATTERN, game_titled
 from ..inbound import InboundMail, is_valid_address, never_answer
-from ..store import Confirmations, Database, MailUndo, UnitOfWork, utcnow
+from ..store import Confirmations, Database, Digests, MailUndo, UnitOfWork, utcnow
 from ..store.models import DELETED_HASH_PREFIX
 from ..store.repos import Users
-from . import authentic, confirmations, keyed, robots, solitaire, timers, tournaments
+from . import authentic, confirmations, digests, keyed, robots, solitaire, timers, tournaments
 from .args import MissingArguments, missing_reason, notice
 from .boards import ROUTINE_ROUNDS
 from .context import CommandError, Ctx, Mail
@@ -131,11 +131,16 @@ class Service:
         in_reply_to = ctx.mail.message_id if ctx.mail is not None else None
         return queue_replies(ctx.uow, mails, server_address=self.config.server.address, now=now, in_reply_to=in_reply_to)
 
-    async def run_timers(self, now: datetime | None = None, *, batch: int = 100) -> int:
-        """Nags and forfeits that are due (see :mod:`.timers`); how many games were
+    async def run_timers(self, now: datetime | None = None, *, batch: int = 100, queued: list[str] | None = None) -> int:
+        """Every timer due at ``now`` (``serve``'s scheduler, and ``admin timers
+        --at``, run this same code): reminders and forfeits (see :mod:`.timers`),
+        then the digests (:mod:`.digests`); how many boards and digests were
         handled.  Expired confirmations are forgotten first (their keys stopped
-        working after ``confirmations.TTL``; the rows would otherwise stay for good)."""
+        working after ``confirmations.TTL``; the rows would otherwise stay for
+        good).  The run is recorded (``timer_runs``: the latest time stays).
+        ``queued``: the Message-IDs of the mails queued are appended to it."""
         now = now or utcnow()
+        queued = queued if queued is not None else []
         async with UnitOfWork(self.db) as uow:
             if await Confirmations(uow.session).purge(now - confirmations.TTL):
                 await uow.commit()
@@ -143,18 +148,35 @@ class Service:
         while True:
             async with UnitOfWork(self.db) as uow:
                 games = await uow.games.due(now, limit=batch)
-                if not games:
-                    return handled
                 ctx = self.context(uow, now)
                 for game in games:
                     await timers.handle_due(ctx, game)
                     handled += 1
                 await tournaments.settle(ctx)  # boards that ended on time: their rounds go on
                 await tournaments.sweep(ctx)  # tournaments whose day has come, rounds left complete
-                self.queue_replies(ctx, now)
+                queued += self.queue_replies(ctx, now)
                 await uow.commit()
             if len(games) < batch:
-                return handled
+                break
+        while True:
+            async with UnitOfWork(self.db) as uow:
+                users = await Digests(uow.session).users_due(now, limit=batch, lock=not self.db.is_sqlite)
+                ctx = self.context(uow, now)
+                for user in users:
+                    handled += await digests.send_due(ctx, user)
+                queued += self.queue_replies(ctx, now)
+                await uow.commit()
+            if len(users) < batch:
+                break
+        async with UnitOfWork(self.db) as uow:
+            await Digests(uow.session).ran(now)
+            await uow.commit()
+        return handled
+
+    async def last_timer_run(self) -> datetime | None:
+        """When the timers last ran (``admin timers --at`` refuses an earlier time)."""
+        async with UnitOfWork(self.db) as uow:
+            return await Digests(uow.session).last_run()
 
     # ------------------------------------------------------- before handling
     async def prewarm(self, mails: list[InboundMail]) -> list[list[asyncio.Future[bool]]]:
@@ -453,6 +475,8 @@ class Service:
             said = reply.commands[0] if reply.commands else None
             if said is not None and said.game_type and said.words and said.words[0].isdigit():
                 ctx.out[-1].about_board = (said.game_type, int(said.words[0]))  # a Reply to the notice plays
+        if reply is not None and reply.digest_lines is not None:
+            await keyed.digest_answer(ctx, reply, results)  # a Reply to a digest: one summary (issue 40)
         await tournaments.settle(ctx)  # tournament boards this mail ended: record, pair the next round
         await keyed.key_error_replies(ctx)
         queued = self.queue_replies(ctx, now, multiple=parsed.multiple and reply is None)

@@ -20,17 +20,27 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..commands import Command, ReplyCommand, own_text, parse_line
+from ..commands import Command, ReplyCommand, own_text, parse_line, reply_command
 from ..commands.parse import redact_text
 from ..commands.table import commands_of
 from ..gametypes import GAME_TYPES, board_games, game_title, move_example
 from ..inbound import InboundMail
 from ..render import render
-from ..store import Game, User
+from ..store import Digests, Game, User
+from . import digests
 from .boards import game_view, reply_hint, seat_of, subject_for, web_line
 from .context import CommandError, Ctx, Mail
 from .replies import is_error_reply
-from .replykeys import ReplyKey, current_mark, decode_key, key_in_address, verify_key
+from .replykeys import (
+    ReplyKey,
+    board_version,
+    current_mark,
+    decode_digest_key,
+    decode_key,
+    key_in_address,
+    verify_digest_key,
+    verify_key,
+)
 from .solitaire import reply_to_table
 
 BOARD_GAMES = frozenset(board_games())
@@ -62,15 +72,25 @@ class KeyedReply:
     fall_back_to_subject: bool = False
     refused: str | None = None
     """why nothing was run (the reply was answered already: an outdated ply)"""
+    digest_lines: list[digests.Line] | None = None
+    """a Reply to a digest: its lines, each with its command (``commands``, in order)"""
+    digest_boards: list[tuple[str, int]] = field(default_factory=list)
+    digest_user: int = 0
+    line_commands: list[tuple[digests.Line, Command]] = field(default_factory=list)
 
 
 def key_text_of(mail: InboundMail, server_address: str) -> str | None:
     """The first ``+KEY`` among the mail's recipients (envelope ones first)."""
     for address in mail.recipients:
         key = key_in_address(server_address, address)
-        if key is not None and decode_key(key) is not None:
+        if key is not None and (decode_key(key) is not None or decode_digest_key(key) is not None):
             return key
     return None
+
+
+def is_digest_key(key_text: str) -> bool:
+    """The key of a digest (issue 40: several boards), not of one board."""
+    return decode_digest_key(key_text) is not None
 
 
 def board_of_key(key_text: str) -> tuple[str, int] | None:
@@ -83,6 +103,8 @@ def _error(key: ReplyKey, reason: str) -> CommandError:
 
 
 async def resolve(ctx: Ctx, mail: InboundMail, key_text: str, *, subject_has_command: bool) -> KeyedReply:
+    if is_digest_key(key_text):
+        return await _resolve_digest(ctx, mail, key_text)
     key = decode_key(key_text)
     if key is None:
         raise CommandError("this reply address is not one the server made", reply_usage(None))
@@ -275,3 +297,84 @@ async def key_error_replies(ctx: Ctx) -> None:
         else:
             hint = "Reply to this mail with your moves on the first line; or undo, hint, show, resign."
         mail.body = mail.body.rstrip("\n") + "\n\n" + hint + "\n"
+
+
+# -------------------------------------------------------------- digest replies
+DIGEST_VERBS = frozenset({"move", "queue", "resign", "propose", "accept", "reject", "undo"})
+"""what a line of a Reply to a digest may say (after its board number)"""
+DIGEST_USAGE = "reply to a digest with one line per board: its number, then your move, e.g. 101 d2-e3 (mail 'help reply')"
+
+
+async def _resolve_digest(ctx: Ctx, mail: InboundMail, key_text: str) -> KeyedReply:
+    """A Reply to a digest (issue 40): the key names the digest's row (its boards
+    and their versions) and its user; each line is checked against its board as
+    a keyed reply's first line is (a board that moved on since the digest is
+    refused for that line only) and becomes one command, run as the key's user
+    in a savepoint of its own.  Nothing runs before every line is checked."""
+    key = decode_digest_key(key_text)
+    assert key is not None
+    user = await ctx.uow.users.by_pk(key.user_id)
+    row = await Digests(ctx.uow.session).get(key.digest_id)
+    if (user is None or user.is_deleted or row is None or row.user_id != user.id
+            or not verify_digest_key(await ctx.reply_secret(), key, user.key_generation)):  # fmt: skip
+        raise CommandError(
+            "this reply address is no longer valid (a password change, 'change keys' or the server's key rotation "
+            "cancels older ones): reply to your newest digest, or play each board with its own command",
+            DIGEST_USAGE,
+        )
+    ctx.user = user.userid
+    if mail.sender.lower() not in {a.lower() for a in (*user.addresses, *user.pending_addresses)}:
+        raise CommandError(
+            f"this reply address belongs to {user.userid}; it cannot be used from {mail.sender[:80]}", DIGEST_USAGE
+        )
+    ctx.password_users.add(user.id)
+    lines = digests.reply_lines(own_text(mail.body))
+    if not any(line.board is not None for line in lines):
+        raise CommandError("your reply to the digest holds no line to play: write one line per board, "
+                           "its number and your move, as in '101 d2-e3'", DIGEST_USAGE)  # fmt: skip
+    listed = {int(board): (str(game_type), int(version)) for game_type, board, version in row.boards}
+    reply = KeyedReply(user=user, digest_lines=lines, digest_user=user.id)
+    seen: set[int] = set()
+    for line in lines:
+        if line.board is None:
+            continue
+        if line.board not in listed:
+            line.result = f"not played: board {line.board} is not one of this digest's boards where it was your turn"
+            continue
+        if line.board in seen:
+            line.result = f"not played: board {line.board} has a line above already (one line per board)"
+            continue
+        seen.add(line.board)
+        game_type, version = listed[line.board]
+        game = await ctx.uow.games.get(game_type, line.board, lock=True)
+        if game is None or seat_of(game, user) is None:
+            line.result = f"not played: there is no board {line.board} of yours any more"
+            continue
+        reply.digest_boards.append((game.game_type, game.board_number))
+        if board_version(game) != version:
+            now = f"ply {game.ply + 1} is to play now" if game.status == "active" else f"the game is over: {game.result}"
+            line.result = f"not played: board {line.board} has moved on since the digest ({now})"
+            continue
+        said = reply_command(line.said)
+        if said.verb not in DIGEST_VERBS:
+            line.result = ("not played: after the board number write a move (e.g. "
+                           f"{move_example(game.game_type)}), or resign, draw, accept, reject, undo")  # fmt: skip
+            continue
+        cmd = _command(game, user, said)
+        reply.line_commands.append((line, cmd))
+        reply.commands.append(cmd)
+    ctx.quiet_users.add(user.id)
+    return reply
+
+
+async def digest_answer(ctx: Ctx, reply: KeyedReply, results: list[tuple[Command | None, str | None]]) -> None:
+    """After a Reply to a digest ran: each line's result into one summary mail."""
+    if reply.digest_lines is None:
+        return
+    outcome = {id(cmd): err for cmd, err in results if cmd is not None}
+    for line, cmd in reply.line_commands:
+        line.ran = True
+        err = outcome.get(id(cmd))
+        if err:
+            line.result = f"not played: {err}"
+    await digests.summary(ctx, reply.digest_user, reply.digest_lines, reply.digest_boards)

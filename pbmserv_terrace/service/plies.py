@@ -4,14 +4,13 @@ in the first round, a deleted user's games forfeited (COMMANDS.md §3, §4)."""
 
 from __future__ import annotations
 
-from datetime import timedelta
-
 from ..gametypes import board_rules, family_of
 from ..gametypes.base import BoardPosition
 from ..render import CommentView, render
 from ..store import FinishedGame, Game, MoveRecord, Seat, User
 from .boards import FORFEIT, RESIGN, game_view, mail_game, position, seat_by_army, send_board, subject_for
 from .context import CommandError, Ctx
+from .deadlines import next_deadline
 from .ratings import apply_ratings
 from .solitaire import abandon
 
@@ -31,21 +30,9 @@ async def record_ply(ctx: Ctx, game: Game, seat: Seat, text: str, *, auto: bool 
 
 
 def schedule(ctx: Ctx, game: Game) -> None:
-    """Set the next time the scheduler must look at this game (nag or forfeit)."""
-    if game.status != "active":
-        game.deadline_at = None
-        return
-    nag = float(game.options.get("nagtime", ctx.config.timers.nagtime))
-    forfeit = float(game.options.get("forfeittime", ctx.config.timers.forfeittime))
-    nagged = any(s.nagged_at for s in game.seats)
-    due = game.last_move_at + timedelta(days=forfeit if nagged else nag)
-    total = game.options.get("totaltime")
-    if total:
-        pos = position(game)
-        seat = seat_by_army(game, pos.to_move)
-        left = float(total) * 86400 - seat.clock_seconds
-        due = min(due, game.last_move_at + timedelta(seconds=max(0.0, left)))
-    game.deadline_at = due
+    """Set the next time the scheduler must look at this game (reminder or
+    forfeit: :func:`.deadlines.next_deadline`)."""
+    game.deadline_at = next_deadline(ctx, game)
 
 
 def clear_votes(game: Game) -> list[str]:

@@ -168,3 +168,57 @@ def key_in_address(server_address: str, address: str) -> str | None:
     if their_domain != domain or not their_local.startswith(local + "+"):
         return None
     return their_local[len(local) + 1 :] or None
+
+
+# ------------------------------------------------------------ digest keys
+DIGEST_KEY_LENGTH = 28
+"""a digest's key (issue 40): 28 characters, so it is never taken for a board key
+(31) or a confirmation key (23)"""
+_DIGEST_FIELDS = struct.Struct(">I3s")
+_DIGEST_DOMAIN = b"pbmserv digest key\x00"
+"""prefixed to what a digest key's MAC covers: no board key's MAC can be one"""
+
+
+@dataclass(frozen=True)
+class DigestKey:
+    digest_id: int
+    """the ``digests`` row: the boards (and their versions) the digest listed"""
+    user_id: int
+    payload: bytes
+    mac: bytes
+
+
+def make_digest_key(secret: bytes, digest_id: int, user_id: int, generation: int) -> str:
+    """The Reply-To key of digest ``digest_id`` to the user: the row it names holds
+    the boards and their versions, so the MAC covers them through the row's id.
+
+    >>> key = make_digest_key(b"s" * 32, 7, 12, 0)
+    >>> len(key), verify_digest_key(b"s" * 32, decode_digest_key(key.upper()), 0)
+    (28, True)
+    >>> decode_key(key) is None, decode_digest_key(make_key(b"s" * 32, "terrace", 101, 7, 12, 0)) is None
+    (True, True)
+    """
+    if not (0 <= digest_id < 1 << 32 and 0 <= user_id < _LIMIT):
+        raise ValueError("digest or user out of the key's range")
+    payload = _DIGEST_FIELDS.pack(digest_id, user_id.to_bytes(3, "big"))
+    return key_text(payload + _mac(secret, _DIGEST_DOMAIN + payload, generation))
+
+
+def decode_digest_key(text: str) -> DigestKey | None:
+    """The fields a digest key names (not yet verified), or None."""
+    if len(text) != DIGEST_KEY_LENGTH:
+        return None
+    try:
+        raw = base64.b32decode(text.upper() + "=" * (-len(text) % 8))
+    except (ValueError, binascii.Error):
+        return None
+    payload, mac = raw[: _DIGEST_FIELDS.size], raw[_DIGEST_FIELDS.size :]
+    if len(mac) != MAC_BYTES:
+        return None
+    digest_id, user = _DIGEST_FIELDS.unpack(payload)
+    return DigestKey(digest_id, int.from_bytes(user, "big"), payload, mac)
+
+
+def verify_digest_key(secret: bytes, key: DigestKey, generation: int) -> bool:
+    """Constant-time check of a digest key's MAC for the user's current generation."""
+    return hmac.compare_digest(key.mac, _mac(secret, _DIGEST_DOMAIN + key.payload, generation))

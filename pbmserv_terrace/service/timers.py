@@ -1,4 +1,5 @@
-"""Timers (COMMANDS.md §4): nag after ``nagtime`` days without a move, forfeit
+"""Timers (COMMANDS.md §4): nag after ``nagtime`` days without a move (or, for a
+player who chose ``change remind``, once fewer hours than theirs are left), forfeit
 after ``forfeittime`` days (or when ``totaltime`` is used up), nothing while the
 player to move is on vacation; pending draw/undo votes are nagged too.  Run by
 :meth:`Service.run_timers`, which the scheduler inside ``serve`` calls once a
@@ -20,6 +21,7 @@ from .boards import (
     subject_for,
 )
 from .context import Ctx
+from .deadlines import forfeit_at, remind_at
 from .plies import (
     after_ply,
     first_round_removal,
@@ -50,13 +52,15 @@ async def handle_due(ctx: Ctx, game: Game) -> None:
         notes += await after_ply(ctx, game, pos)
         await mail_game(ctx, game, headline=f"{seat.user.userid} forfeits on time", notes=notes)
         return
-    if seat.nagged_at is None:
+    nag = remind_at(ctx, game, seat)
+    if nag is not None and nag <= now:
         seat.nagged_at = now
         view = await game_view(ctx, game)
-        left = max(0.0, forfeit - idle.total_seconds() / 86400)
+        left = max(0.0, (forfeit_at(ctx, game, seat) - now).total_seconds() / 86400)
         body = render(
-            "nag.txt", game=view, days=int(idle.total_seconds() // 86400), user=seat.user.userid, forfeit_in=f"{left:.0f}"
-        )
+            "nag.txt", game=view, days=int(idle.total_seconds() // 86400), user=seat.user.userid, forfeit_in=f"{left:.0f}",
+            hours_left=f"{left * 24:.0f}" if left < 2 else None,
+        )  # fmt: skip
         await send_board(ctx, game, [seat.user], subject_for(game) + " reminder", body)
         if game.draw_votes or game.undo_votes:
             votes = game.draw_votes or game.undo_votes

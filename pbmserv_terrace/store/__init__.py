@@ -2,8 +2,8 @@
 
 from .confirmations import Confirmation, Confirmations
 from .counters import PasswordFailure, ThrottleMark, ThrottleNotice
-from .digests import Digest, DigestEntry, Digests, TimerRun
 from .db import DEFAULT_DATABASE_URL, Database, normalise_url, utcnow
+from .digests import Digest, DigestEntry, Digests, TimerRun
 from .models import (
     Base,
     BoardCounter,
@@ -20,7 +20,6 @@ from .models import (
     User,
 )
 from .queue import InboundQueue, QueuedMail, QueueListener
-from .tournaments import Tournament, TournamentEntrant, TournamentGame, Tournaments
 from .tournaments import Tournament, TournamentEntrant, TournamentGame, Tournaments
 from .uow import MailUndo, UnitOfWork
 
@@ -52,10 +51,6 @@ __all__ = [
     "ThrottleMark",
     "ThrottleNotice",
     "TimerRun",
-    "Tournament",
-    "TournamentEntrant",
-    "TournamentGame",
-    "Tournaments",
     "Tournament",
     "TournamentEntrant",
     "TournamentGame",
