@@ -23,9 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from .lifecycle import LEVELS, LOG_FORMATS
-from .store.db import DEFAULT_DATABASE_URL, normalise_url
 
 DEFAULT_CONFIG_FILE = "pbmserv.toml"
+DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///pbmserv.db"
 CREDENTIALS_ENV = "CREDENTIALS_DIRECTORY"
 """where systemd puts the unit's credentials (``LoadCredential=``)"""
 STATE_ENV = "STATE_DIRECTORY"
@@ -330,15 +330,60 @@ def _types(section_cls: type) -> dict[str, type]:
     return {f.name: hints[str(f.type)] for f in fields(section_cls)}
 
 
+def normalise_url(url: str) -> str:
+    """Accept the plain URLs an operator writes and pick the async driver:
+    ``sqlite:///x.db`` → aiosqlite, ``postgresql://…`` → asyncpg.  (SQLAlchemy is
+    imported here, not with this module: a command that reads no database, such as
+    ``--help`` or ``handle`` passing a mail to ``serve``, never loads it.)"""
+    from sqlalchemy.engine import make_url
+
+    parsed = make_url(url)
+    if parsed.drivername in ("sqlite", "sqlite+pysqlite"):
+        parsed = parsed.set(drivername="sqlite+aiosqlite")
+    elif parsed.drivername in ("postgresql", "postgres", "postgresql+psycopg2", "postgresql+psycopg"):
+        parsed = parsed.set(drivername="postgresql+asyncpg")
+    if parsed.drivername not in ("sqlite+aiosqlite", "postgresql+asyncpg"):
+        raise ValueError(
+            f"unsupported database URL scheme {parsed.drivername!r}: use sqlite:///FILE or postgresql://USER@HOST/DB"
+        )
+    return parsed.render_as_string(hide_password=False)
+
+
+def config_file(path: str | Path | None, env: Mapping[str, str]) -> str | Path | None:
+    """The file :func:`load_config` reads: ``path``, else $PBMSERV_CONFIG, else
+    ./pbmserv.toml when present; None: none (the built-in defaults)."""
+    if path is None and env.get("PBMSERV_CONFIG"):
+        path = env["PBMSERV_CONFIG"]
+    if path is None and Path(DEFAULT_CONFIG_FILE).exists():
+        path = DEFAULT_CONFIG_FILE
+    return path
+
+
+def quick_setting(path: str | Path | None, section: str, key: str, environ: Mapping[str, str] | None = None) -> str:
+    """One string setting as :func:`load_config` would read it (the environment over
+    the file; '' when unset or unreadable), without validating the rest: for a
+    command that must start fast (``handle`` passing its mail to ``serve``'s LMTP
+    listener), which reads the whole configuration only if it goes on by itself."""
+    env = os.environ if environ is None else environ
+    for var in (f"PBMSERV_{section.upper()}_{key.upper()}", f"PBMSERV_{key.upper()}" if section == "server" else ""):
+        if var and var in env:
+            return env[var].strip()
+    file = config_file(path, env)
+    if file is None:
+        return ""
+    try:
+        value = tomllib.loads(Path(file).read_text(encoding="utf-8")).get(section, {}).get(key, "")
+    except (OSError, tomllib.TOMLDecodeError, AttributeError):
+        return ""
+    return value.strip() if isinstance(value, str) else ""
+
+
 def load_config(path: str | Path | None = None, environ: Mapping[str, str] | None = None) -> Config:
     """Read ``path`` (or ./pbmserv.toml when present), apply the environment, validate."""
     env = os.environ if environ is None else environ
     data: dict[str, Any] = {}
     source = "built-in defaults"
-    if path is None and env.get("PBMSERV_CONFIG"):
-        path = env["PBMSERV_CONFIG"]
-    if path is None and Path(DEFAULT_CONFIG_FILE).exists():
-        path = DEFAULT_CONFIG_FILE
+    path = config_file(path, env)
     if path is not None:
         p = Path(path)
         try:

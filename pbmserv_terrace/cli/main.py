@@ -2,169 +2,102 @@
 
 Each sub-command is a small function taking the parsed arguments and returning an
 exit status; errors in the user's arguments print one line to stderr and exit 2.
+
+A run does one command, so it imports only that command's module (issue 43):
+:data:`COMMANDS` names each command's module as a string and its line in the
+help, and :func:`build_parser` imports (``importlib``) only the module of the
+command given, whose ``register`` declares its arguments; the other commands stand
+in the parser as their help lines.  ``--help`` and ``--version`` import no module
+of the server at all (no SQLAlchemy, no Jinja, no Pillow).  tests/cli/test_lazy.py
+checks the table against the modules and what each command imports.
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
+import importlib
 import os
 import select
 import sys
 from collections.abc import Callable, Sequence
-from pathlib import Path
+from typing import NamedTuple
 
 from .. import __version__
-from ..app.pipe import handle_raw, read_stdin
-from ..gametypes import DEFAULT_GAME_TYPE, GAME_TYPES, board_game_of, board_games
 from ..lifecycle import setup_logging
-from ..mail.message import with_envelope_recipients
-from ..store import Database
-from ..store.db import head_revision
-from . import admin, inbox, oauth2, serve, web
-from .common import CliError, CommandParser, config_from_args
+from .common import CliError, CommandParser
 
 Handler = Callable[[argparse.Namespace], int]
 
 
-class UsageError(Exception):
-    """Bad arguments: the message is printed as ``pbmserv-terrace: error: ...``."""
+class Command(NamedTuple):
+    modules: tuple[str, ...]
+    """the modules of ``cli/`` whose ``register`` declares it (in order)"""
+    help: str
+    """its line in ``pbmserv-terrace --help`` (the same as its register's: the test checks)"""
 
 
-def _game_of(args: argparse.Namespace) -> str | None:
-    """The board game ``--game`` names, or the first of ``--size`` (None: any)."""
-    if args.game:
-        return str(args.game)
-    if args.size:
-        sized = [name for name in board_games() if GAME_TYPES[name].board_size == args.size]
-        if not sized:
-            raise UsageError(f"no board game is played on a {args.size}x{args.size} board")
-        return sized[0]
+COMMANDS: dict[str, Command] = {
+    "perft": Command(("tools",), "count legal move sequences (rules check and benchmark)"),
+    "board": Command(("tools",), "print the ASCII board of a position string, or draw it as a PNG"),
+    "migrate": Command(("schema",), "create or upgrade the database schema"),
+    "handle": Command(("pipe",), "process one mail from standard input (pipe mode)"),
+    "serve": Command(("serve",), "run the server (embedded default without [imap]/[smtp] settings)"),
+    "send": Command(("serve",), "mail a command to the server (embedded listener or configured SMTP)"),
+    "inbox": Command(("serve", "inbox"), "print the replies in a local Maildir (embedded default)"),
+    "check-config": Command(("serve",), "validate the configuration and try the database and mail connections"),
+    "status": Command(("serve",), "health of the server and the database"),
+    "admin": Command(("admin",), "operator tools (games, users, replay, resend, export, backup, restore, ...)"),
+    "oauth2": Command(("oauth2",), "OAuth2 for the mail account (Gmail, Microsoft 365)"),
+    "web": Command(("web",), "run the read-only web archive alone (serve also runs it when [web] listen is set)"),
+}
+"""every command, in the order ``--help`` lists them"""
+
+ALL = "*"
+"""``build_parser(ALL)``: every command's whole parser (tests walk it)"""
+
+
+def command_word(argv: Sequence[str]) -> str | None:
+    """The command ``argv`` names: its first word that is not an option (nor
+    ``--config``'s value), if it is one of :data:`COMMANDS`."""
+    words = iter(argv)
+    for word in words:
+        if word == "--config":
+            next(words, None)
+        elif not word.startswith("-"):
+            return word if word in COMMANDS else None
     return None
 
 
-def _cmd_perft(args: argparse.Namespace) -> int:
-    wanted = _game_of(args)
-    try:
-        if args.position:
-            # a position string may say its own game (Terrace's: its board size)
-            rules = GAME_TYPES[board_game_of(args.position, wanted)].board
-            pos = rules.load(args.position)
-        else:
-            rules = GAME_TYPES[wanted or DEFAULT_GAME_TYPE].board
-            pos = rules.start(args.variant or rules.two_player_setups[0])
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
-    if args.depth < 0:
-        raise UsageError("--depth must be 0 or more")
-    print(rules.perft(pos, args.depth))
-    return 0
-
-
-def _cmd_board(args: argparse.Namespace) -> int:
-    text = args.position or args.tpn
-    if not text:
-        raise UsageError("give the position string, e.g. board --position 'DDCCBBAT/AABBCCDD/8/8/8/8/ddccbbaa/tabbccdd 1'")
-    try:
-        rules = GAME_TYPES[board_game_of(text, _game_of(args))].board
-        pos = rules.load(text)
-        if args.png:
-            last = ""
-            if args.last_move:
-                move = rules.parse_move(pos, args.last_move)
-                last, pos = rules.format_move(pos, move), rules.play(pos, move)
-            Path(args.png).write_bytes(rules.picture_png(pos, last))
-            print(f"picture written to {args.png}")
-            return 0
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
-    print(rules.board_text(pos))
-    return 0
-
-
-def _cmd_migrate(args: argparse.Namespace) -> int:
-    cfg = config_from_args(args)
-
-    async def run() -> None:
-        db = Database(cfg.server.database_url)
-        try:
-            print(f"migrating {db.engine.url.render_as_string(hide_password=True)} to the newest schema ...", file=sys.stderr)
-            admin.print_migration(await db.migrate(), head_revision())
-        finally:
-            await db.close()
-
-    asyncio.run(run())
-    return 0
-
-
-def _cmd_handle(args: argparse.Namespace) -> int:
-    cfg = config_from_args(args)
-    raw = read_stdin()
-    if not raw.strip():
-        raise UsageError("handle reads one mail (RFC 5322) on standard input; it was empty")
-    # the envelope recipient (a reply key may be only there): --recipient, else what
-    # Postfix's pipe(8)/local(8) put in the environment
-    recipient = args.recipient or os.environ.get("ORIGINAL_RECIPIENT") or os.environ.get("RECIPIENT")
-    if recipient:
-        raw = with_envelope_recipients(raw, [recipient])
-    asyncio.run(handle_raw(cfg, raw, print_to=sys.stdout.buffer if args.print else None))  # it logs its one line
-    return 0
-
-
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = ALL) -> argparse.ArgumentParser:
+    """The parser, with ``command``'s arguments (every command's for :data:`ALL`;
+    none for None: ``--help``, ``--version`` and a mistyped command need no more)."""
     parser = CommandParser(  # (--config FILE anywhere: cli/common.py)
-        prog="pbmserv-terrace", description=f"A play-by-email server for {GAME_TYPES[DEFAULT_GAME_TYPE].title}.", top=True
+        prog="pbmserv-terrace", description="A play-by-email server for board games.", top=True
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     # (its parsers are CommandParsers, which the commands' register functions take as ArgumentParsers)
     sub: argparse._SubParsersAction[argparse.ArgumentParser] = parser.add_subparsers(  # type: ignore[assignment]
         dest="command", required=True, metavar="COMMAND"
     )
-
-    p = sub.add_parser("perft", help="count legal move sequences (rules check and benchmark)")
-    p.add_argument("--game", choices=board_games(), help=f"the board game (default {DEFAULT_GAME_TYPE}; a --position may say its own)")
-    p.add_argument("--variant", help="the setup whose start is counted (default: the game's first two-player setup)")
-    p.add_argument("--size", type=int, help="the board game played on this board size (a --position may say its own)")
-    p.add_argument("--position", help="a position string instead of the setup's start")
-    p.add_argument("--depth", type=int, required=True)
-    p.set_defaults(handler=_cmd_perft)
-
-    p = sub.add_parser("board", help="print the ASCII board of a position string, or draw it as a PNG")
-    p.add_argument("tpn", nargs="?", help="a position string, or give it with --position")
-    p.add_argument("--position", help="a position string")
-    p.add_argument("--game", choices=board_games(), help="the board game (default: the first whose rules read the position)")
-    p.add_argument("--size", type=int, help=argparse.SUPPRESS)
-    p.add_argument("--png", metavar="FILE", help="write the board picture (as board mails show it) to FILE")
-    p.add_argument("--last-move", help="with --png: play this move from the position and mark it, e.g. e2-e3")
-    p.set_defaults(handler=_cmd_board)
-
-    p = sub.add_parser("migrate", help="create or upgrade the database schema")
-    p.set_defaults(handler=_cmd_migrate)
-
-    p = sub.add_parser("handle", help="process one mail from standard input (pipe mode)")
-    p.add_argument("--print", action="store_true", help="write the replies to stdout as an mbox; send nothing")
-    p.add_argument(
-        "--recipient", help="the envelope recipient (default: $ORIGINAL_RECIPIENT or $RECIPIENT, as Postfix sets them)"
-    )
-    p.set_defaults(handler=_cmd_handle)
-
-    serve.register(sub)
-    inbox.register(sub)  # (after serve's: inbox reads in order of arrival)
-    admin.register(sub)
-    oauth2.register(sub)
-    web.register(sub)
+    wanted = list(COMMANDS) if command == ALL else [command] if command in COMMANDS else []
+    for module in dict.fromkeys(m for name in wanted for m in COMMANDS[name].modules):
+        importlib.import_module(f"{__package__}.{module}").register(sub)
+    for name, entry in COMMANDS.items():
+        if name not in sub.choices:
+            sub.add_parser(name, help=entry.help)  # (a stand-in: this run does another command)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    words = sys.argv[1:] if argv is None else argv
+    parser = build_parser(command_word(words))
+    args = parser.parse_args(words)
     setup_logging()
     handler: Handler = args.handler
     try:
         status = handler(args)
         sys.stdout.flush()  # (here, not at exit: a closed pipe is then caught below)
-    except (UsageError, CliError) as exc:
+    except CliError as exc:
         print(f"pbmserv-terrace: error: {exc}", file=sys.stderr)
         return 2
     except BrokenPipeError:

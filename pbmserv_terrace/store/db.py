@@ -36,10 +36,11 @@ from sqlalchemy import event, inspect, text
 from sqlalchemy.engine import Connection, make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 
+from ..config import DEFAULT_DATABASE_URL as DEFAULT_DATABASE_URL  # (re-exported: store.DEFAULT_DATABASE_URL)
+from ..config import normalise_url as normalise_url
 from . import inline
 
 log = logging.getLogger("pbmserv.store")
-DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///pbmserv.db"
 PRIVATE_FILE = 0o600
 PRIVATE_DIR = 0o700
 SQLITE_BUSY_TIMEOUT_S = 60.0
@@ -51,21 +52,6 @@ GOES_FIRST = "pbmserv_goes_first"
 def utcnow() -> datetime:
     """Now, as the naive UTC datetime every time column stores."""
     return datetime.now(UTC).replace(tzinfo=None)
-
-
-def normalise_url(url: str) -> str:
-    """Accept the plain URLs an operator writes and pick the async driver:
-    ``sqlite:///x.db`` → aiosqlite, ``postgresql://…`` → asyncpg."""
-    parsed = make_url(url)
-    if parsed.drivername in ("sqlite", "sqlite+pysqlite"):
-        parsed = parsed.set(drivername="sqlite+aiosqlite")
-    elif parsed.drivername in ("postgresql", "postgres", "postgresql+psycopg2", "postgresql+psycopg"):
-        parsed = parsed.set(drivername="postgresql+asyncpg")
-    if parsed.drivername not in ("sqlite+aiosqlite", "postgresql+asyncpg"):
-        raise ValueError(
-            f"unsupported database URL scheme {parsed.drivername!r}: use sqlite:///FILE or postgresql://USER@HOST/DB"
-        )
-    return parsed.render_as_string(hide_password=False)
 
 
 _EMPTY_JSON: dict[str, Callable[[], Any]] = {"[]": list, "{}": dict}
