@@ -14,6 +14,7 @@ from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from . import feeds, pages
+from .tournaments import tournament_feed, tournament_list, tournament_page
 
 STATIC_DIR = Path(__file__).resolve().parent / "static"
 
@@ -35,5 +36,8 @@ def routes() -> list[BaseRoute]:
         Route("/boards/{game_type}/{number:int}/picture.png", pages.board_picture),
         Route("/players/{userid}", pages.player),
         Route("/players/{userid}/feed.atom", feeds.player_feed),
+        Route("/tournaments", tournament_list),
+        Route("/tournaments/{number:int}", tournament_page),
+        Route("/tournaments/{number:int}/feed.atom", tournament_feed),
         Mount("/static", app=StaticFiles(directory=str(STATIC_DIR)), name="static"),
     ]
