@@ -154,9 +154,7 @@ class Service:
                     handled += 1
                 await tournaments.settle(ctx)  # boards that ended on time: their rounds go on
                 await tournaments.sweep(ctx)  # tournaments whose day has come, rounds left complete
-                await tournaments.settle(ctx)  # boards that ended on time: their rounds go on
-                await tournaments.sweep(ctx)  # tournaments whose day has come, rounds left complete
-                queued += self.queue_replies(ctx, now)
+                queued += self.queue_replies(ctx, min(now, utcnow()))  # due at once, also at an --at to come
                 await uow.commit()
             if len(games) < batch:
                 break
@@ -166,7 +164,7 @@ class Service:
                 ctx = self.context(uow, now)
                 for user in users:
                     handled += await digests.send_due(ctx, user)
-                queued += self.queue_replies(ctx, now)
+                queued += self.queue_replies(ctx, min(now, utcnow()))
                 await uow.commit()
             if len(users) < batch:
                 break

@@ -77,11 +77,7 @@ class Digests:
 
     async def pending(self, user_id: int) -> list[DigestEntry]:
         """The user's held entries not yet told, oldest first."""
-        stmt = (
-            select(DigestEntry)
-            .where(DigestEntry.user_id == user_id, DigestEntry.digest_id.is_(None))
-            .order_by(DigestEntry.id)
-        )
+        stmt = select(DigestEntry).where(DigestEntry.user_id == user_id, DigestEntry.digest_id.is_(None)).order_by(DigestEntry.id)
         return list((await self.session.execute(stmt)).scalars())
 
     async def add(self, digest: Digest) -> Digest:
@@ -102,7 +98,10 @@ class Digests:
     async def users_due(self, now: datetime, *, limit: int, lock: bool) -> list[User]:
         """Users whose digest is due at ``now`` (locked, others' skipped, on PostgreSQL)."""
         stmt = (
-            select(User).where(User.digest_next_at.is_not(None), User.digest_next_at <= now).order_by(User.digest_next_at).limit(limit)
+            select(User)
+            .where(User.digest_next_at.is_not(None), User.digest_next_at <= now)
+            .order_by(User.digest_next_at)
+            .limit(limit)
         )
         if lock:
             stmt = stmt.with_for_update(skip_locked=True, of=User)
