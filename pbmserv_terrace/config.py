@@ -22,9 +22,10 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from .configfile import DEFAULT_ADDRESS, config_file
+from .configfile import DEFAULT_CONFIG_FILE as DEFAULT_CONFIG_FILE  # (re-exported)
 from .lifecycle import LEVELS, LOG_FORMATS
 
-DEFAULT_CONFIG_FILE = "pbmserv.toml"
 DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///pbmserv.db"
 CREDENTIALS_ENV = "CREDENTIALS_DIRECTORY"
 """where systemd puts the unit's credentials (``LoadCredential=``)"""
@@ -40,7 +41,7 @@ class ConfigError(ValueError):
 
 @dataclass
 class ServerConfig:
-    address: str = "pbmserv@localhost"
+    address: str = DEFAULT_ADDRESS
     """the server's own mail address (players mail commands here)"""
     name: str = "PBM Server"
     database_url: str = DEFAULT_DATABASE_URL
@@ -347,35 +348,6 @@ def normalise_url(url: str) -> str:
             f"unsupported database URL scheme {parsed.drivername!r}: use sqlite:///FILE or postgresql://USER@HOST/DB"
         )
     return parsed.render_as_string(hide_password=False)
-
-
-def config_file(path: str | Path | None, env: Mapping[str, str]) -> str | Path | None:
-    """The file :func:`load_config` reads: ``path``, else $PBMSERV_CONFIG, else
-    ./pbmserv.toml when present; None: none (the built-in defaults)."""
-    if path is None and env.get("PBMSERV_CONFIG"):
-        path = env["PBMSERV_CONFIG"]
-    if path is None and Path(DEFAULT_CONFIG_FILE).exists():
-        path = DEFAULT_CONFIG_FILE
-    return path
-
-
-def quick_setting(path: str | Path | None, section: str, key: str, environ: Mapping[str, str] | None = None) -> str:
-    """One string setting as :func:`load_config` would read it (the environment over
-    the file; '' when unset or unreadable), without validating the rest: for a
-    command that must start fast (``handle`` passing its mail to ``serve``'s LMTP
-    listener), which reads the whole configuration only if it goes on by itself."""
-    env = os.environ if environ is None else environ
-    for var in (f"PBMSERV_{section.upper()}_{key.upper()}", f"PBMSERV_{key.upper()}" if section == "server" else ""):
-        if var and var in env:
-            return env[var].strip()
-    file = config_file(path, env)
-    if file is None:
-        return ""
-    try:
-        value = tomllib.loads(Path(file).read_text(encoding="utf-8")).get(section, {}).get(key, "")
-    except (OSError, tomllib.TOMLDecodeError, AttributeError):
-        return ""
-    return value.strip() if isinstance(value, str) else ""
 
 
 def load_config(path: str | Path | None = None, environ: Mapping[str, str] | None = None) -> Config:

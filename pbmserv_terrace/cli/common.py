@@ -6,10 +6,12 @@ one line and exits 2."""
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..config import Config, ConfigError, load_config
 from ..lifecycle import setup_logging
+
+if TYPE_CHECKING:
+    from ..config import Config
 
 CONFIG_HELP = "TOML config file (default ./pbmserv.toml if present)"
 
@@ -33,6 +35,8 @@ class CliError(Exception):
 
 
 def config_from_args(args: argparse.Namespace) -> Config:
+    from ..config import ConfigError, load_config  # (here: --help and handle's hand-over need no configuration)
+
     try:
         cfg = load_config(getattr(args, "config", None))
     except ConfigError as exc:

@@ -16,12 +16,11 @@ line may: tests/house/test_imports.py).
 from __future__ import annotations
 
 import argparse
-import asyncio
 import logging
 import os
 import sys
 
-from ..config import ServerConfig, quick_setting
+from ..configfile import DEFAULT_ADDRESS, quick_setting
 from ..mail.lmtpclient import LmtpError, deliver
 from .common import CliError, config_from_args
 
@@ -41,7 +40,7 @@ def cmd_handle(args: argparse.Namespace) -> int:
     listen = "" if args.print else quick_setting(args.config, "lmtp", "listen")
     if listen:
         # (no recipient known: the game address, which an MTA's own delivery names)
-        status = pass_to_serve(listen, raw, recipient or quick_setting(args.config, "server", "address") or ServerConfig.address)
+        status = pass_to_serve(listen, raw, recipient or quick_setting(args.config, "server", "address") or DEFAULT_ADDRESS)
         if status is not None:
             return status
         log.warning("nothing answers on %s ([lmtp] listen): the mail is handled in this process", listen)
@@ -69,6 +68,8 @@ def pass_to_serve(listen: str, raw: bytes, recipient: str) -> int | None:
 
 def handle_here(args: argparse.Namespace, raw: bytes, recipient: str | None) -> int:
     """The mail handled in this process, as ``serve`` would."""
+    import asyncio
+
     from ..app.pipe import handle_raw
     from ..mail.message import with_envelope_recipients
 

@@ -22,16 +22,14 @@ import hashlib
 import json
 import logging
 import os
+import re
 import stat
 from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime
+from functools import cache
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from alembic import command
-from alembic.config import Config
-from alembic.migration import MigrationContext
-from alembic.script import ScriptDirectory
 from sqlalchemy import event, inspect, text
 from sqlalchemy.engine import Connection, make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
@@ -39,6 +37,10 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 from ..config import DEFAULT_DATABASE_URL as DEFAULT_DATABASE_URL  # (re-exported: store.DEFAULT_DATABASE_URL)
 from ..config import normalise_url as normalise_url
 from . import inline
+
+if TYPE_CHECKING:  # (Alembic is imported where it is used: a current schema needs none of it)
+    from alembic.config import Config
+    from alembic.script import ScriptDirectory
 
 log = logging.getLogger("pbmserv.store")
 PRIVATE_FILE = 0o600
@@ -144,6 +146,8 @@ def migrations_dir() -> Path:
 
 
 def alembic_config(url: str | None = None) -> Config:
+    from alembic.config import Config
+
     cfg = Config()
     cfg.set_main_option("script_location", str(migrations_dir()))
     if url:
@@ -159,7 +163,37 @@ class Revision(NamedTuple):
 
 
 def _scripts() -> ScriptDirectory:
+    from alembic.script import ScriptDirectory
+
     return ScriptDirectory.from_config(alembic_config())
+
+
+_REVISION_LINE = re.compile(r"^(down_revision|revision)\b[^=\n]*= *(?:[\"']([\w-]+)[\"']|None)", re.MULTILINE)
+
+
+@cache
+def quick_head_revision() -> str | None:
+    """:func:`head_revision` read from the scripts' ``revision``/``down_revision``
+    lines without Alembic (issue 43: its import was a tenth of ``handle``'s CPU);
+    None when they do not make one linear chain (then Alembic decides)."""
+    revisions, downs = set(), set()
+    for script in (migrations_dir() / "versions").glob("*.py"):
+        found = {m[1]: m[2] for m in _REVISION_LINE.finditer(script.read_text(encoding="utf-8"))}
+        if "revision" not in found or not found["revision"]:
+            return None
+        revisions.add(found["revision"])
+        if found.get("down_revision"):
+            downs.add(found["down_revision"])
+    heads = revisions - downs
+    return heads.pop() if len(heads) == 1 and len(downs) == len(revisions) - 1 else None
+
+
+def _stored_revisions(conn: Connection) -> list[str] | None:
+    """The ``alembic_version`` rows (None: there is no such table, or it cannot be read)."""
+    try:
+        return [str(r[0]) for r in conn.exec_driver_sql("SELECT version_num FROM alembic_version")]
+    except Exception:
+        return None
 
 
 def head_revision() -> str:
@@ -188,10 +222,14 @@ def revisions_between(lower: str | None, upper: str | None) -> list[Revision]:
 
 
 def _current(conn: Connection) -> str | None:
+    from alembic.migration import MigrationContext
+
     return MigrationContext.configure(conn).get_current_revision()
 
 
 def _upgrade(conn: Connection, revision: str = "head") -> tuple[str | None, str | None]:
+    from alembic import command
+
     before = _current(conn)
     cfg = alembic_config()
     cfg.attributes["connection"] = conn
@@ -200,6 +238,8 @@ def _upgrade(conn: Connection, revision: str = "head") -> tuple[str | None, str 
 
 
 def _downgrade(conn: Connection, revision: str) -> None:
+    from alembic import command
+
     cfg = alembic_config()
     cfg.attributes["connection"] = conn
     command.downgrade(cfg, revision)
@@ -228,6 +268,12 @@ class Database:
             database = make_url(self.url).database
             if database and database != ":memory:":
                 Path(database).parent.mkdir(PRIVATE_DIR, parents=True, exist_ok=True)
+        head = quick_head_revision() if revision == "head" else None
+        if head is not None:  # a schema already current (every handle, most starts): one read, no Alembic
+            async with self.engine.connect() as conn:
+                conn = await conn.execution_options(**self._read_options)
+                if await conn.run_sync(_stored_revisions) == [head]:
+                    return []
         async with self.engine.connect() as conn:
             before, after = await conn.run_sync(_upgrade, revision)
             await conn.commit()
