@@ -63,6 +63,8 @@ class LmtpListener(SmtpListener):
         host, port = ("", 0) if self.path else _host_port(listen)
         super().__init__(host, port, handle)
         self.socket_mode, self.socket_group = socket_mode, socket_group
+        self.bound: tuple[int, int] | None = None
+        """(device, inode) of the socket file this listener made (the one its stop removes)"""
 
     @property
     def where(self) -> str:
@@ -79,14 +81,19 @@ class LmtpListener(SmtpListener):
             if self.socket_group:
                 os.chown(self.path, -1, grp.getgrnam(self.socket_group).gr_gid)
             os.chmod(self.path, self.socket_mode)
+            made = os.lstat(self.path)
+            self.bound = (made.st_dev, made.st_ino)
         log.info("LMTP listener on %s", self.where)
         return server
 
     async def stop(self) -> None:
         await super().stop()
-        if self.path is not None:
+        if self.path is not None and self.bound is not None:
             with contextlib.suppress(FileNotFoundError):
-                os.unlink(self.path)
+                now = os.lstat(self.path)
+                if (now.st_dev, now.st_ino) == self.bound:  # (not another server's, made since)
+                    os.unlink(self.path)
+            self.bound = None
 
 
 def _host_port(listen: str) -> tuple[str, int]:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from pbmserv_terrace.mail import embedded
 from pbmserv_terrace.mail.embedded import MAX_RECIPIENTS
 from pbmserv_terrace.mail.lmtp import LmtpListener, socket_path
 
@@ -152,6 +153,8 @@ def test_a_stale_socket_is_replaced_and_a_live_one_refused(tmp_path: Path) -> No
         second = LmtpListener(f"unix:{path}", _never)
         with pytest.raises(OSError, match="another server is listening"):
             await second.start()
+        await second.stop()  # (a refused start's stop leaves the live server's socket alone)
+        assert path.exists()
         _, writer, greeting = await connect(listener)  # the first one still answers
         assert greeting[0].startswith("220")
         writer.close()
@@ -161,3 +164,25 @@ def test_a_stale_socket_is_replaced_and_a_live_one_refused(tmp_path: Path) -> No
 
 async def _never(raw: bytes) -> None:
     raise AssertionError("not reached")
+
+
+def test_a_mail_over_the_size_cap_is_refused_for_each_recipient_and_the_session_goes_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(embedded, "MAX_MESSAGE", 4096)
+
+    async def body(listener: LmtpListener, handed: list[bytes]) -> None:
+        say, writer, _ = await connect(listener)
+        await say("LHLO mta.test")
+        for size in (10_000, 100):
+            await say("MAIL FROM:<ann@players.test>")
+            await say("RCPT TO:<pbmserv@terrace.test>")
+            await say("RCPT TO:<pbmserv+K@terrace.test>")
+            assert (await say("DATA"))[0].startswith("354")
+            writer.write(MAIL.encode() + b"x" * size + b"\r\n.\r\n")
+            outcomes = await say.replies(2)  # type: ignore[attr-defined]
+            assert [line[:3] for line in outcomes] == (["552", "552"] if size > 4096 else ["250", "250"]), outcomes
+        writer.close()
+
+    handed = run(f"unix:{tmp_path / 'lmtp.sock'}", body)
+    assert len(handed) == 1 and handed[0].endswith(b"x" * 100 + b"\r\n")
