@@ -1,0 +1,120 @@
+"""Static evaluation of a Terrace position, in centipawn-like units.
+
+What matters in Terrace, and so what is scored per army:
+
+* **The T's road home.**  A T on its goal wins, so each T scores by its distance in
+  moves to its goal corner on the empty board (:func:`t_distance`: a level move
+  runs the whole terrace, so this is far from the king distance), steeply more as it
+  nears the corner.
+* **Threats to the T.**  Losing the T loses the army.  Every other-army piece on a
+  square diagonally one level above the T can take it (all pieces are at least a
+  T's size).  A threat costs little when the T's side is to move (it can step away;
+  the search checks) and much when it is not.
+* **Material by size.**  A piece captures same-size-or-smaller pieces and falls only
+  to those, so larger pieces are worth more: A 100, B 160, C 230, D 300.
+* **Mobility**: the number of legal moves the army would have.
+* **Terrace control**: the squares the army's pieces could capture on (the diagonal
+  squares one level down) — pieces up the slopes dominate the terraces below.
+
+Armies are scored separately (:func:`army_scores`); the search combines them from
+its root army's point of view (mine minus the strongest other in games of three and
+four, see :mod:`.search`).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from functools import cache
+
+from pbmserv_terrace.games.terrace import geometry
+from pbmserv_terrace.games.terrace.pieces import SIZE
+
+from .board import SearchBoard
+
+PIECE_VALUE = (0, 100, 160, 230, 300)
+"""By size 1..4 (T and A are size 1; the T's worth is the army itself)."""
+T_PROGRESS = (0, 420, 240, 150, 95, 60, 35, 18, 8)
+"""Bonus by the T's distance to its goal (index = moves; beyond the table: 0)."""
+THREAT_OWNER_TO_MOVE = 50
+THREAT_OTHERS_TO_MOVE = 350
+MOBILITY = 3
+CONTROL = 4
+TEMPO = 12
+
+
+@cache
+def t_distance(n: int, goal: int) -> tuple[int, ...]:
+    """Moves a lone piece needs from each square to ``goal`` on the empty board."""
+    geo = geometry(n)
+    count = n * n
+    succ: list[int] = []
+    for sq in range(count):
+        succ.append((geo.up[sq] | geo.down[sq] | geo.terrace_mask[sq]) & ~(1 << sq))
+    preds: list[list[int]] = [[] for _ in range(count)]
+    for sq in range(count):
+        for to in range(count):
+            if succ[sq] >> to & 1:
+                preds[to].append(sq)
+    dist = [99] * count
+    dist[goal] = 0
+    queue = deque([goal])
+    while queue:
+        sq = queue.popleft()
+        for p in preds[sq]:
+            if dist[p] == 99:
+                dist[p] = dist[sq] + 1
+                queue.append(p)
+    return tuple(dist)
+
+
+def army_scores(sb: SearchBoard) -> list[int]:
+    """Score of each army (index 1..4; 0 for armies off the board)."""
+    scores = [0] * 5
+    le, am, n = sb.le, sb.am, sb.n
+    sizes = (le[1], le[2] & ~le[1], le[3] & ~le[2], le[4] & ~le[3])
+    empty = ~sb.occ & sb.full
+    up, down, reach, tmask, capture, board = sb.up, sb.down, sb.reach, sb.tmask, sb.capture, sb.board
+    for army in (1, 2, 3, 4):
+        mine = am[army]
+        if not mine:
+            continue
+        score = 0
+        for k in range(4):
+            score += PIECE_VALUE[k + 1] * (mine & sizes[k]).bit_count()
+        tsq = sb.tsq[army]
+        if tsq >= 0:
+            score -= PIECE_VALUE[1]  # the T was counted as an A
+            d = t_distance(n, sb.goal[army])[tsq]
+            if d < len(T_PROGRESS):
+                score += T_PROGRESS[d]
+            attackers = (sb.attackers_of[tsq] & sb.occ & ~mine).bit_count()
+            if attackers:
+                score -= attackers * (THREAT_OWNER_TO_MOVE if sb.to_move == army else THREAT_OTHERS_TO_MOVE)
+        blockers_all = sb.occ & ~mine
+        mobility = 0
+        control = 0
+        mask = mine
+        while mask:
+            low = mask & -mask
+            sq = low.bit_length() - 1
+            mask ^= low
+            cap = capture[sq]
+            control |= cap
+            mobility += (
+                ((up[sq] | down[sq] | reach[sq][blockers_all & tmask[sq]]) & empty) | (cap & le[SIZE[board[sq]]])
+            ).bit_count()
+        score += MOBILITY * mobility + CONTROL * control.bit_count()
+        if sb.to_move == army:
+            score += TEMPO
+        scores[army] = score
+    return scores
+
+
+def evaluate(sb: SearchBoard, root: int) -> int:
+    """The position from army ``root``'s point of view: its score minus the best
+    other army's (the paranoid view; in a two-army game simply mine minus yours)."""
+    scores = army_scores(sb)
+    others = [scores[a] for a in (1, 2, 3, 4) if a != root and sb.am[a]]
+    if not others:
+        return scores[root]
+    return scores[root] - max(others)

@@ -1,0 +1,269 @@
+"""Iterative-deepening alpha-beta search for Terrace, two to four armies.
+
+**Two armies: negamax.**  **Three or four: paranoid search** — the root army
+maximises, and every other army is assumed to play against it, as one coalition
+minimising the root's score.  We chose paranoid over max-n because:
+
+* it keeps alpha-beta's deep cutoffs (max-n allows only shallow pruning), and in
+  pure Python the depth we can afford is the whole game: paranoid reaches about twice
+  the depth of max-n within the same node budget;
+* Terrace's danger is concrete and short: any army may capture any T, and a captured
+  T removes its army, so "can someone take my T within the horizon" is the question
+  that matters.  Paranoid answers it conservatively, which is what we want of a robot
+  that should not lose its T; its known fault (over-caution when the others would
+  rather fight each other) costs little here.
+
+Both are one negamax routine: a node's score is from its mover's point of view,
+and the sign flips only between the root army and the coalition (an opponent
+following an opponent keeps the window).  With two armies it flips on every ply,
+which is plain negamax.
+
+Around it: a transposition table keyed by the incremental Zobrist hash (fresh for
+each search, so a search depends only on its inputs), move ordering (the TT move,
+the T's step home, captures of a T, other captures by victim value and smallest
+attacker, two killer moves per ply, the history heuristic), and a quiescence search
+over captures and the T's step home.
+
+**Repetitions.**  Terrace has no repetition rule, but a position that recurs has
+gained nothing: a side ahead that shuffles back and forth never wins.  So a node
+that repeats a position of the game so far (``seen``: Zobrist keys of the
+positions before the root, given by the caller) or one on the current search path
+scores as a draw: 0, less ``contempt`` for the root army (a robot that expects to
+be the stronger side dislikes a draw, and assumes its opponent likes it).  The
+side ahead then prefers moves that make progress, the side behind may seek the
+repetition; with contempt two equal sides stop shuffling into a repetition too.
+The quiescence search needs no check: its captures are irreversible and its
+T-step home ends the game.  The search stops at a depth, a node budget
+(deterministic) or, if given, a wall-clock deadline (raises :class:`Stop` and the
+root keeps its last completed iteration).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from pbmserv_terrace.games.terrace.pieces import SIZE
+
+from .board import SearchBoard
+from .evaluate import PIECE_VALUE, evaluate
+
+MATE = 100_000
+"""A won game scores MATE minus the plies to reach it."""
+MATE_BOUND = MATE - 1_000
+INF = 1_000_000
+MAX_PLY = 128
+QUIESCENCE_PLIES = 6
+EXACT, LOWER, UPPER = 0, 1, 2
+
+
+class Stop(Exception):
+    """The node budget or the deadline ran out; ``reason`` says which."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    max_depth: int
+    nodes: int
+    deadline: float | None = None
+    """time.perf_counter() value after which the search stops (None: no clock)."""
+
+
+@dataclass(slots=True)
+class RootResult:
+    move: int
+    score: int
+    """From the root army's point of view."""
+    depth: int
+    nodes: int
+    stopped: str
+    """'depth', 'nodes', 'time', 'mate' (a forced result is found) or 'only move'."""
+
+
+class Searcher:
+    """One search from one position for army ``root``."""
+
+    def __init__(self, sb: SearchBoard, root: int, limits: Limits, seen: frozenset[int] = frozenset(), contempt: int = 0) -> None:
+        self.sb = sb
+        self.contempt = contempt
+        """What a draw by repetition costs the root army (from its point of view)."""
+        self.seen = seen
+        """Zobrist keys of the game's earlier positions: reaching one again is a draw."""
+        self.path = {sb.hash}
+        """Keys of the full-width nodes on the current search path (the root first)."""
+        self.root = root
+        self.limits = limits
+        self.tt: dict[int, tuple[int, int, int, int]] = {}
+        self.killers = [[0, 0] for _ in range(MAX_PLY + QUIESCENCE_PLIES + 2)]
+        self.history: dict[int, int] = {}
+        self.nodes = 0
+
+    def _tick(self) -> None:
+        self.nodes += 1
+        if self.nodes >= self.limits.nodes:
+            raise Stop("nodes")
+        if self.limits.deadline is not None and not self.nodes & 127 and time.perf_counter() > self.limits.deadline:
+            raise Stop("time")
+
+    def _terminal(self, ply: int) -> int:
+        """Score of a finished game for the side to move at this node."""
+        root_view = MATE - ply if self.sb.winner == self.root else -(MATE - ply)
+        return root_view if self.sb.to_move == self.root else -root_view
+
+    def _static(self) -> int:
+        v = evaluate(self.sb, self.root)
+        return v if self.sb.to_move == self.root else -v
+
+    def order(self, moves: list[int], tt_move: int, ply: int) -> list[int]:
+        """Moves best-first: TT move, T home, T captures, captures, killers, history."""
+        sb = self.sb
+        board = sb.board
+        army = sb.to_move
+        goal = sb.goal[army]
+        k0, k1 = self.killers[ply]
+        hist = self.history
+        scored = []
+        for m in moves:
+            to = m & 63
+            victim = board[to]
+            if m == tt_move:
+                s = 1 << 40
+            elif victim:
+                if victim >> 3 == army:
+                    s = -(1 << 30)  # taking one's own piece: rarely right, tried last
+                elif victim & 7 == 0:
+                    s = 1 << 38
+                else:
+                    s = (1 << 36) + PIECE_VALUE[SIZE[victim]] * 16 - SIZE[board[m >> 6]]
+            elif board[m >> 6] & 7 == 0 and to == goal:
+                s = 1 << 39
+            elif m == k0:
+                s = 1 << 35
+            elif m == k1:
+                s = (1 << 35) - 1
+            else:
+                s = hist.get(army << 12 | m, 0)
+            scored.append((s, m))
+        scored.sort(reverse=True)
+        return [m for _, m in scored]
+
+    def negamax(self, depth: int, alpha: int, beta: int, ply: int) -> int:
+        sb = self.sb
+        if sb.winner:
+            return self._terminal(ply)
+        key = sb.hash
+        if key in self.path or key in self.seen:  # a repetition: a draw
+            return -self.contempt if sb.to_move == self.root else self.contempt
+        if depth <= 0 or ply >= MAX_PLY:
+            return self.quiesce(alpha, beta, ply, 0)
+        self._tick()
+        entry = self.tt.get(key)
+        tt_move = 0
+        if entry is not None:
+            e_depth, flag, e_score, tt_move = entry
+            if e_depth >= depth:
+                s = _from_tt(e_score, ply)
+                if flag == EXACT or (flag == LOWER and s >= beta) or (flag == UPPER and s <= alpha):
+                    return s
+        moves = sb.moves()
+        if not moves:
+            return 0  # the side to move is stuck: a draw (RULES.md §5.4)
+        mover = sb.to_move
+        me_root = mover == self.root
+        orig_alpha = alpha
+        best, best_move = -INF, moves[0]
+        path = self.path
+        path.add(key)
+        for m in self.order(moves, tt_move, ply):
+            undo = sb.make(m)
+            if (sb.to_move == self.root) != me_root:
+                score = -self.negamax(depth - 1, -beta, -alpha, ply + 1)
+            else:
+                score = self.negamax(depth - 1, alpha, beta, ply + 1)
+            sb.unmake(undo)
+            if score > best:
+                best, best_move = score, m
+                if score > alpha:
+                    alpha = score
+                    if alpha >= beta:
+                        if not sb.board[m & 63]:
+                            killers = self.killers[ply]
+                            if killers[0] != m:
+                                killers[1], killers[0] = killers[0], m
+                            hkey = mover << 12 | m
+                            self.history[hkey] = self.history.get(hkey, 0) + depth * depth
+                        break
+        path.discard(key)
+        flag = UPPER if best <= orig_alpha else LOWER if best >= beta else EXACT
+        self.tt[key] = (depth, flag, _to_tt(best, ply), best_move)
+        return best
+
+    def quiesce(self, alpha: int, beta: int, ply: int, qply: int) -> int:
+        sb = self.sb
+        if sb.winner:
+            return self._terminal(ply)
+        self._tick()
+        stand = self._static()
+        if stand >= beta or qply >= QUIESCENCE_PLIES:
+            return stand
+        if stand > alpha:
+            alpha = stand
+        best = stand
+        me_root = sb.to_move == self.root
+        for m in self.order(sb.tactical_moves(), 0, ply):
+            undo = sb.make(m)
+            if (sb.to_move == self.root) != me_root:
+                score = -self.quiesce(-beta, -alpha, ply + 1, qply + 1)
+            else:
+                score = self.quiesce(alpha, beta, ply + 1, qply + 1)
+            sb.unmake(undo)
+            if score > best:
+                best = score
+                if score > alpha:
+                    alpha = score
+                    if alpha >= beta:
+                        break
+        return best
+
+    def root_scores(self, moves: list[int], depth: int, exact: bool) -> list[tuple[int, int]]:
+        """(score from the mover's point of view, move) for each root move at ``depth``.
+
+        With ``exact`` every move gets its true score (needed to add noise fairly);
+        otherwise moves after the first get only a bound, as usual in alpha-beta.
+        """
+        sb = self.sb
+        me_root = sb.to_move == self.root
+        alpha = -INF
+        out = []
+        for m in moves:
+            undo = sb.make(m)
+            window_alpha = -INF if exact else alpha
+            if (sb.to_move == self.root) != me_root:
+                score = -self.negamax(depth - 1, -INF, -window_alpha, 1)
+            else:
+                score = self.negamax(depth - 1, window_alpha, INF, 1)
+            sb.unmake(undo)
+            alpha = max(alpha, score)
+            out.append((score, m))
+        return out
+
+
+def _to_tt(score: int, ply: int) -> int:
+    """Mate scores are stored relative to the node, not the root."""
+    if score >= MATE_BOUND:
+        return score + ply
+    if score <= -MATE_BOUND:
+        return score - ply
+    return score
+
+
+def _from_tt(score: int, ply: int) -> int:
+    if score >= MATE_BOUND:
+        return score - ply
+    if score <= -MATE_BOUND:
+        return score + ply
+    return score
