@@ -119,15 +119,6 @@ def _tournament_password(words: Sequence[str]) -> int | None:
     return 3 if sub in ("join", "leave", "start", "add", "withdraw") else None
 
 
-def _tournament_password(words: Sequence[str]) -> int | None:
-    """``tournament new USERID PASSWORD …``, ``tournament join T USERID PASSWORD``
-    (and leave, start, add, withdraw); ``show`` and ``list`` have none."""
-    sub = words[0].lower() if words else ""
-    if sub == "new":
-        return 2
-    return 3 if sub in ("join", "leave", "start", "add", "withdraw") else None
-
-
 def help_topic_names() -> list[str]:
     """The topics ``help TOPIC`` knows, as its usage and its refusal list them: the
     commands, each board game's rules (its first help topic), the tutorial, replying,
@@ -250,23 +241,6 @@ BOARD_COMMANDS: tuple[CommandDecl, ...] = (
     CommandDecl("seek", "board", "seek USERID PASSWORD n", (("seek U P n", "the games you look for"),), password_at=1),
     CommandDecl("vacation", "board", "vacation USERID PASSWORD on|off",
                 (("vacation U P on|off", "no nags or forfeits while away"),), password_at=1),
-    CommandDecl(
-        "tournament", "board",
-        "tournament new USERID PASSWORD NAME -roundrobin|-double|-swiss ROUNDS|-knockout [--players=MIN-MAX] "
-        "[--start=YYYY-MM-DD] [-long|-medium|-short|-master] [--nagtime=DAYS] [--forfeittime=DAYS] [--totaltime=DAYS] | "
-        "tournament join|leave|start|withdraw T USERID PASSWORD | tournament add T USERID PASSWORD robotN | "
-        "tournament show T | tournament list",
-        (("tournament new U P NAME -roundrobin|-double|-swiss R|-knockout [--players=MIN-MAX] [--start=YYYY-MM-DD] "
-          "[-setup] [--nagtime=D] [--forfeittime=D] [--totaltime=D]", "open a tournament that you organize "
-          "(help tournament)"),
-         ("tournament join|leave T U P", "enter tournament T, or leave it before it starts"),
-         ("tournament start T U P", "the organizer starts it (else it starts on its --start day)"),
-         ("tournament add T U P robotN", "the organizer seats a robot"),
-         ("tournament withdraw T U P", "stop playing in it: your games in play are forfeited"),
-         ("tournament show T", "its table, crosstable and every round's boards"),
-         ("tournament list", "the tournaments")),
-        password_at=_tournament_password, abbreviation="tourn",
-    ),
     CommandDecl(
         "tournament", "board",
         "tournament new USERID PASSWORD NAME -roundrobin|-double|-swiss ROUNDS|-knockout [--players=MIN-MAX] "

@@ -199,7 +199,7 @@ async def delete(ctx: Ctx, cmd: Command) -> None:
 
 
 HELP_TOPICS = {"": "help_general.txt", "commands": "help_commands.txt", "reply": "help_reply.txt", "board": "help_board.txt",
-               "heights": "help_board.txt", "tutorial": "help_tutorial.txt", "tournament": "help_tournament.txt", "tournament": "help_tournament.txt",
+               "heights": "help_board.txt", "tutorial": "help_tutorial.txt", "tournament": "help_tournament.txt",
                **{t: g.help_template for g in GAME_TYPES.values() if g.family == "board" for t in g.help_topics}}  # fmt: skip
 """``help TOPIC`` → its template; a board game's topics give its rules"""
 HELP_TOPIC_NAMES = help_topic_names()

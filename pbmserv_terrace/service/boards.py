@@ -19,7 +19,6 @@ from ..render.html import board_html, move_links_html
 from ..store import DigestEntry, Digests, Game, MoveRecord, Seat, User
 from ..store.repos import Ply
 from ..store.tournaments import Tournaments
-from ..store.tournaments import Tournaments
 from .args import shortened
 from .context import CommandError, Ctx, Mail
 
@@ -163,8 +162,6 @@ async def game_view(
         status = status_lines(game, pos, game.ply + len(tried or []))
     if game.tournament_id is not None:
         status = [*status, await tournament_line(ctx, game)]
-    if game.tournament_id is not None:
-        status = [*status, await tournament_line(ctx, game)]
     names = [s.user.userid for s in game.seats]
     plies = [(m.seat, m.move + (" (Auto)" if m.auto else "")) for m in moves] + list(tried or [])
     first_round = (moves[0].ply - 1) // max(1, len(game.seats)) if moves else 0
@@ -200,15 +197,6 @@ async def game_view(
         game_type=game.game_type,
         web_url=board_url(ctx, game),
     )
-
-
-async def tournament_line(ctx: Ctx, game: Game) -> str:
-    """The line of a tournament board's mail naming its tournament and round (issue 41)."""
-    note = await Tournaments(ctx.uow.session).note_of(game.id)
-    if note is None:
-        return "A tournament game."
-    number, name, round_no, rounds = note
-    return f"A game of tournament T{number} \"{name}\", round {round_no} of {rounds} ('{game.game_type} tournament show {number}')."
 
 
 async def tournament_line(ctx: Ctx, game: Game) -> str:

@@ -27,7 +27,7 @@ from ..inbound import InboundMail, is_valid_address, never_answer
 from ..store import Confirmations, Database, Digests, MailUndo, UnitOfWork, utcnow
 from ..store.models import DELETED_HASH_PREFIX
 from ..store.repos import Users
-from . import authentic, confirmations, digests, keyed, robots, solitaire, timers, tournaments, tournaments
+from . import authentic, confirmations, digests, keyed, robots, solitaire, timers, tournaments
 from .args import MissingArguments, missing_reason, notice
 from .boards import ROUTINE_ROUNDS
 from .context import CommandError, Ctx, Mail
@@ -477,7 +477,6 @@ class Service:
                 ctx.out[-1].about_board = (said.game_type, int(said.words[0]))  # a Reply to the notice plays
         if reply is not None and reply.digest_lines is not None:
             await keyed.digest_answer(ctx, reply, results)  # a Reply to a digest: one summary (issue 40)
-        await tournaments.settle(ctx)  # tournament boards this mail ended: record, pair the next round
         await tournaments.settle(ctx)  # tournament boards this mail ended: record, pair the next round
         await keyed.key_error_replies(ctx)
         queued = self.queue_replies(ctx, now, multiple=parsed.multiple and reply is None)

@@ -136,8 +136,6 @@ async def finish(ctx: Ctx, game: Game, winner_seat: int | None, result: str) -> 
         ctx.rating_lines = await apply_ratings(ctx.uow, game)
     if game.tournament_id is not None:
         ctx.uow.session.info.setdefault(ENDED_IN_TOURNAMENTS, set()).add(game.id)
-    if game.tournament_id is not None:
-        ctx.uow.session.info.setdefault(ENDED_IN_TOURNAMENTS, set()).add(game.id)
     ctx.uow.history.add(
         FinishedGame(
             game_id=game.id,
@@ -156,13 +154,6 @@ async def first_round_removal(ctx: Ctx, game: Game, seat: Seat, how: str, commen
     restarts without them (unrated); with fewer than two left the board is removed."""
     leaving = seat.user.userid
     remaining = [s for s in game.seats if s is not seat]
-    if len(remaining) == 1 and game.tournament_id is not None:
-        # a tournament game is not removed: the one who stays wins it (unrated, as a first round's end)
-        stays = remaining[0]
-        game.rated = False
-        await finish(ctx, game, stays.seat, f"{stays.user.userid} wins ({leaving} {how} in the first round)")
-        await mail_game(ctx, game, headline=f"{leaving} {how} in the first round; {stays.user.userid} wins", comment=comment)
-        return
     if len(remaining) == 1 and game.tournament_id is not None:
         # a tournament game is not removed: the one who stays wins it (unrated, as a first round's end)
         stays = remaining[0]

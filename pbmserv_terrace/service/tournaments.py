@@ -29,7 +29,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from ..commands import Command
 from ..gametypes import DEFAULT_GAME_TYPE, board_rules, game_title
 from ..store import Game, Seat, Subscription, User
-from ..store.tournaments import Tournament, TournamentEntrant, TournamentGame, Tournaments
+from ..store.tournaments import NOTES_KEY, Tournament, TournamentEntrant, TournamentGame, Tournaments
 from ..tournament import (
     SYSTEMS,
     Pairing,
@@ -60,6 +60,7 @@ _DAY = re.compile(r"^(\d{4})-(\d{2})-(\d{2})$")
 RESULT_TEXT = {1.0: "1-0", 0.5: "1/2-1/2", 0.0: "0-1"}
 CROSS_TEXT = {1.0: "1", 0.5: "=", 0.0: "0"}
 """a crosstable's cell: a win 1, a draw =, a loss 0 (two in a double round robin)"""
+NOTES = NOTES_KEY
 OPENED = "tournament_boards_opened"
 """``session.info`` key: the boards tournaments opened in this transaction (:func:`opened`)"""
 SUBCOMMANDS = ("new", "join", "leave", "start", "add", "withdraw", "show", "list")
@@ -465,6 +466,9 @@ async def _pair(
     users = {u.id: u for _, u in entrants}
     t.round = round_no
     new_boards: list[tuple[Game, TournamentGame]] = []
+    playing = [p for p in pairings if p.black is not None and p.white not in gone and p.black not in gone]
+    # the numbers first: each is an UPDATE, which would flush every board added before it
+    numbers = [await ctx.uow.games.next_board_number(t.game_type) for _ in playing]
     for board, p in enumerate(pairings, start=1):
         row = TournamentGame(tournament_id=t.id, round=round_no, board=board, white_id=p.white, black_id=p.black)
         if p.black is None:
@@ -472,23 +476,31 @@ async def _pair(
         elif p.white in gone or p.black in gone:
             row.score = 0.0 if p.white in gone else 1.0  # a withdrawn player's game is forfeited
         else:
-            game = await _open_board(ctx, t, [users[p.white], users[p.black]])
-            row.game_id = game.id
-            new_boards.append((game, row))
+            new_boards.append((_new_board(ctx, t, numbers.pop(0), [users[p.white], users[p.black]]), row))
         _repo(ctx).add(row)
+    await ctx.uow.flush()  # one flush for the round's boards and rows
+    watchers = await ctx.uow.watchers.subscribers_of_all(t.game_type)
+    for game, row in new_boards:
+        row.game_id = game.id
+        ctx.uow.session.info.setdefault(OPENED, []).append(game.id)
+        ctx.uow.session.info.setdefault(NOTES, {})[game.id] = (t.number, t.name, round_no, t.rounds)
+        for watcher in watchers:
+            ctx.uow.watchers.add(Subscription(game_type=t.game_type, game_id=game.id, user_id=watcher.id))
+        schedule(ctx, game)
     await ctx.uow.flush()  # the unique (tournament, round, board) refuses a second pairing of this round
     for game, _ in new_boards:
         await mail_game(ctx, game, template="new_game.txt", new=True)
     await round_mail(ctx, t, round_no, entrants, await _repo(ctx).games(t.id))
 
 
-async def _open_board(ctx: Ctx, t: Tournament, players: list[User]) -> Game:
-    """A new board of ``t``, as a challenge opens one (setup, options, rated as usual)."""
+def _new_board(ctx: Ctx, t: Tournament, number: int, players: list[User]) -> Game:
+    """A new board of ``t``, as a challenge opens one (setup, options, rated as usual);
+    its subscribers and timers are set once the round's boards are written."""
     rules = board_rules(t.game_type)
     variant = rules.setup_for(2, t.setup or None)
     start = rules.dump(rules.start(variant))
     game = Game(
-        game_type=t.game_type, board_number=await ctx.uow.games.next_board_number(t.game_type), variant=variant,
+        game_type=t.game_type, board_number=number, variant=variant,
         options=dict(t.options), position=start, start_position=start, ply=0, status="active",
         rated=variant != "master", draw_votes=[], undo_votes=[], created_at=ctx.now, last_move_at=ctx.now,
         tournament_id=t.id,
@@ -496,11 +508,6 @@ async def _open_board(ctx: Ctx, t: Tournament, players: list[User]) -> Game:
                for i, u in enumerate(players)],
     )  # fmt: skip
     ctx.uow.games.add(game)
-    await ctx.uow.flush()
-    ctx.uow.session.info.setdefault(OPENED, []).append(game.id)
-    for watcher in await ctx.uow.watchers.subscribers_of_all(t.game_type):
-        ctx.uow.watchers.add(Subscription(game_type=t.game_type, game_id=game.id, user_id=watcher.id))
-    schedule(ctx, game)
     return game
 
 

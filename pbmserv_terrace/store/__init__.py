@@ -21,7 +21,6 @@ from .models import (
 )
 from .queue import InboundQueue, QueuedMail, QueueListener
 from .tournaments import Tournament, TournamentEntrant, TournamentGame, Tournaments
-from .tournaments import Tournament, TournamentEntrant, TournamentGame, Tournaments
 from .uow import MailUndo, UnitOfWork
 
 __all__ = [
@@ -52,10 +51,6 @@ __all__ = [
     "ThrottleMark",
     "ThrottleNotice",
     "TimerRun",
-    "Tournament",
-    "TournamentEntrant",
-    "TournamentGame",
-    "Tournaments",
     "Tournament",
     "TournamentEntrant",
     "TournamentGame",

@@ -21,6 +21,8 @@ from sqlalchemy.orm import Mapped, mapped_column
 
 from .models import Base, BoardCounter, Game, User
 
+NOTES_KEY = "tournament_notes"
+"""``session.info`` key: board id → (number, name, round, rounds), what a round's pairing knows"""
 TOURNAMENT_COUNTER = "#tournament"
 """the ``board_counters`` row of tournament numbers (a board game's name never
 starts with #)"""
@@ -199,7 +201,11 @@ class Tournaments:
         return {g.id: g for g in (await self.s.execute(stmt)).scalars()}
 
     async def note_of(self, game_id: int) -> tuple[int, str, int, int] | None:
-        """(number, name, round, rounds) of the tournament game on board ``game_id``."""
+        """(number, name, round, rounds) of the tournament game on board ``game_id``
+        (a round's pairing leaves those of its new boards in ``session.info``)."""
+        known = self.s.info.get(NOTES_KEY, {}).get(game_id)
+        if known is not None:
+            return known  # type: ignore[no-any-return]
         stmt = (
             select(Tournament.number, Tournament.name, TournamentGame.round, Tournament.rounds)
             .join(Tournament, Tournament.id == TournamentGame.tournament_id)
@@ -218,4 +224,4 @@ class Tournaments:
         return list((await self.s.execute(stmt)).scalars())
 
 
-__all__ = ["TOURNAMENT_COUNTER", "Tournament", "TournamentEntrant", "TournamentGame", "Tournaments"]
+__all__ = ["NOTES_KEY", "TOURNAMENT_COUNTER", "Tournament", "TournamentEntrant", "TournamentGame", "Tournaments"]
