@@ -97,6 +97,25 @@ def status_lines(game: GameRow, frame: Frame) -> list[str]:
     return board_view.status_lines(facts(game), frame.pos, frame.ply)
 
 
+def legal_moves(game: GameRow, frame: Frame) -> dict[str, dict[str, Any]]:
+    """Where each piece of the side to move can go in ``frame``'s position, for the
+    board page's tap-a-piece marks (issue 39): ``{from square: {"piece": "C d2", "to":
+    [squares], "takes": [squares of captures]}}``, from the rules' ``move_choices``
+    (each legal move once).  Only for the position shown; empty when nobody is to move
+    there: a finished (or removed) board at its last ply, or a position that is over."""
+    if frame.ply >= game.ply and game.status != "active":
+        return {}
+    out: dict[str, dict[str, Any]] = {}
+    for piece, targets in board_rules(game.game_type).move_choices(frame.pos):
+        square = piece.rsplit(" ", 1)[-1]  # (the piece is written letter, space, square: "C d2")
+        out[square] = {
+            "piece": piece,
+            "to": [to for to, _text, capture in targets if not capture],
+            "takes": [to for to, _text, capture in targets if capture],
+        }
+    return out
+
+
 @lru_cache(maxsize=8192)
 def army_to_move(position: str, game_type: str) -> int:
     """The army to move in a stored position.  Cached: a list page asks it for every

@@ -14,7 +14,7 @@ from ..gametypes import DEFAULT_GAME_TYPE, GAME_TYPES, board_rules, board_size, 
 from ..render import render
 from ..store.archive import Archive, GameRow, ListedGame, MoveRow
 from . import tableview
-from .boardview import latest_comment, move_rounds, players, replay, status_lines, to_move
+from .boardview import latest_comment, legal_moves, move_rounds, players, replay, status_lines, to_move
 from .charts import rating_chart
 from .picture import inline_svg
 from .site import FINAL_MAX_AGE, HOME_TTL, LIVE_MAX_AGE, NotFound, Page, Site, result_words, site_of
@@ -278,6 +278,7 @@ def render_board_page(
             status=status_lines(game, frame),
             rounds=move_rounds(game, moves),
             svg=inline_svg(game.game_type, frame),
+            moves=legal_moves(game, frame),
             ascii_board=board_rules(game.game_type).board_text(frame.pos),
             comment=latest_comment(game),
             to_move=to_move(game),

@@ -218,3 +218,108 @@ def test_tables_scroll_sideways_at_390_px_and_no_header_is_cut_off(served: Serve
         assert seen_wide, "no table was wider than the screen: the test shows nothing"
     finally:
         driver.quit()
+
+
+MARKED = """
+const marks = document.querySelector('#picture svg g.legal-marks');
+if (!marks) { return null; }
+const names = (sel) => Array.from(marks.querySelectorAll(sel)).map((g) => g.getAttribute('data-legal')).sort();
+return {from: names('g.legal-from'), to: names('g.legal-to'), takes: names('g.legal-take'),
+        text: document.getElementById('legal').textContent};
+"""
+SHOWN = "return document.getElementById('picture').getAttribute('data-ply')"
+"""the ply the picture shows (read in one script: replay.js may swap the block between two calls)"""
+HINTED = "const p = document.getElementById('legal'); return !!p && !p.hidden && p.textContent.length > 0"
+
+
+def test_tapping_a_piece_marks_exactly_its_moves_in_chromium(served: Served) -> None:
+    """Issue 39: on a board page, tapping a piece of the side to move frames exactly the
+    squares the rules let it go to in the position shown, says them in words, and a
+    second tap clears; after a replay step (→, the block swapped in place) the marks
+    are those of the new position."""
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service as DriverService
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    from pbmserv_terrace.gametypes import board_rules
+
+    browser, driver_path = chromium()
+    options = webdriver.ChromeOptions()
+    options.binary_location = browser
+    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1200,1600"):
+        options.add_argument(arg)
+    driver = webdriver.Chrome(service=DriverService(executable_path=driver_path), options=options)
+    assert served.filled is not None
+    game_type, number = served.filled.boards["live"]
+    rules = board_rules(game_type)
+    positions = [rules.load(t) for t in served.filled.positions["live"]]
+
+    def expected(ply: int) -> dict[str, tuple[list[str], list[str]]]:
+        """The rules' moves of the position after ``ply``, by the piece's square."""
+        return {
+            piece.rsplit(" ", 1)[1]: (sorted(t for t, _, c in targets if not c), sorted(t for t, _, c in targets if c))
+            for piece, targets in rules.move_choices(positions[ply])
+        }
+
+    def tap_and_check(wait: WebDriverWait, ply: int) -> None:
+        moves = expected(ply)
+        assert moves, ply
+        data = driver.execute_script("return JSON.parse(document.getElementById('legal-data').textContent)")
+        assert {sq: (sorted(e["to"]), sorted(e["takes"])) for sq, e in data.items()} == moves
+        # the piece with the most moves (a capture's frame too when one can capture)
+        square = max(moves, key=lambda sq: (bool(moves[sq][1]), len(moves[sq][0]) + len(moves[sq][1]), sq))
+        driver.find_element(By.CSS_SELECTOR, f'#picture svg g.piece[data-square="{square}"]').click()
+        wait.until(lambda d: d.execute_script(MARKED) is not None)
+        marked = driver.execute_script(MARKED)
+        assert marked["from"] == [square]
+        assert (marked["to"], marked["takes"]) == moves[square], (ply, square)
+        label = data[square]["piece"]
+        assert marked["text"].startswith(f"{label} → ")
+        for target in moves[square][0]:
+            assert target in marked["text"]
+        for target in moves[square][1]:
+            assert f"×{target}" in marked["text"]
+        # a second tap clears
+        driver.find_element(By.CSS_SELECTOR, f'#picture svg g.piece[data-square="{square}"]').click()
+        wait.until(lambda d: d.execute_script(MARKED) is None)
+        # a piece of an army not to move marks nothing and says so
+        pieces = driver.execute_script(
+            "return Array.from(document.querySelectorAll('#picture svg g.piece[data-square]')).map(g => g.dataset.square)"
+        )
+        other = next(sq for sq in pieces if sq not in moves)
+        driver.find_element(By.CSS_SELECTOR, f'#picture svg g.piece[data-square="{other}"]').click()
+        wait.until(lambda d: "cannot move" in d.execute_script("return document.getElementById('legal').textContent"))
+        assert driver.execute_script(MARKED) is None
+
+    try:
+        base = f"http://127.0.0.1:{served.port}/boards/{game_type}/{number}"
+        driver.get(f"{base}?ply=4")
+        wait = WebDriverWait(driver, 20)
+        wait.until(lambda d: d.execute_script(HINTED))
+        tap_and_check(wait, 4)
+        # a replay step: the block is swapped in place; the new position's moves are marked
+        driver.find_element(By.TAG_NAME, "body").send_keys(Keys.ARROW_RIGHT)
+        wait.until(lambda d: d.current_url.endswith("?ply=5") and d.execute_script(SHOWN) == "5")
+        wait.until(lambda d: d.execute_script(HINTED))
+        tap_and_check(wait, 5)
+        # a piece selected, then a step: the new picture starts without marks
+        square = next(iter(expected(5)))
+        driver.find_element(By.CSS_SELECTOR, f'#picture svg g.piece[data-square="{square}"]').click()
+        wait.until(lambda d: d.execute_script(MARKED) is not None)
+        driver.find_element(By.TAG_NAME, "body").send_keys(Keys.ARROW_LEFT)
+        wait.until(lambda d: d.execute_script(SHOWN) == "4")
+        assert driver.execute_script(MARKED) is None
+        # by keyboard: a piece that can move takes the focus; Enter shows its moves, Escape clears
+        square = next(iter(expected(4)))
+        driver.execute_script(f"document.querySelector('#picture svg g.piece[data-square=\"{square}\"]').focus()")
+        driver.switch_to.active_element.send_keys(Keys.ENTER)
+        wait.until(lambda d: (d.execute_script(MARKED) or {}).get("from") == [square])
+        driver.switch_to.active_element.send_keys(Keys.ESCAPE)
+        wait.until(lambda d: d.execute_script(MARKED) is None)
+        # the Content-Security-Policy blocked nothing and no script failed
+        errors = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
+        assert errors == [], errors
+    finally:
+        driver.quit()

@@ -8,7 +8,9 @@ The picture is :data:`SIZE` x :data:`SIZE` units (1 unit = 1 CSS pixel).
 
 The SVG is standalone: no script, no style sheet, no reference outside itself;
 each pawn is a ``<g class="piece">`` whose ``<title>`` names it ("White pawn c3"),
-the last move's squares are ``<rect class="last">``.  The PNG is drawn at twice
+the last move's squares are ``<rect class="last">``; each square's ``<rect>`` and
+each pawn carry the square's name as ``data-square`` (the web page marks a pawn's
+moves by it).  The PNG is drawn at twice
 its size and scaled down (smooth edges), in DejaVu Sans when it is installed,
 else in Pillow's own font.
 
@@ -141,7 +143,8 @@ def board_svg(pos: Position, last: Last = None) -> str:
         x, y, _, _ = square_box(sq, n)
         cls = ' class="last"' if sq in marked else ""
         out.append(
-            f'<rect{cls} x="{num(x)}" y="{num(y)}" width="{num(c)}" height="{num(c)}" fill="{square_fill(sq, n, marked)}"/>'
+            f'<rect{cls} x="{num(x)}" y="{num(y)}" width="{num(c)}" height="{num(c)}" fill="{square_fill(sq, n, marked)}" '
+            f'data-square="{square_name(sq, n)}"/>'
         )
     out.append(
         f'<g font-family="DejaVu Sans, Verdana, sans-serif" font-size="15" font-weight="bold" fill="{LABEL}" text-anchor="middle">'
@@ -155,7 +158,8 @@ def board_svg(pos: Position, last: Last = None) -> str:
         (hx, hy, r), body = pawn_shape(sq, n)
         points = " ".join(f"{num(x)},{num(y)}" for x, y in body)
         out.append(
-            f'<g class="piece" fill="{FILL[army]}" stroke="{STROKE[army]}" stroke-width="{width}" stroke-linejoin="round">'
+            f'<g class="piece" data-square="{square_name(sq, n)}" fill="{FILL[army]}" stroke="{STROKE[army]}" '
+            f'stroke-width="{width}" stroke-linejoin="round">'
             f"<title>{ARMY_NAMES[army]} pawn {square_name(sq, n)}</title>"
             f'<polygon points="{points}"/><circle cx="{num(hx)}" cy="{num(hy)}" r="{num(r)}"/></g>'
         )

@@ -51,6 +51,8 @@ class Rect:
     fill: str | None
     outline: str | None = None
     width: float = 0
+    square: str = ""
+    """the board square this rectangle is (``e3``; the SVG's ``data-square``), '' for none"""
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +101,8 @@ class Group:
     """background, marks, piece or threat (the SVG class)"""
     shapes: tuple[Shape, ...]
     label: str = ""
+    square: str = ""
+    """the square a piece stands on (``d2``; the SVG's ``data-square``), '' for other groups"""
 
 
 MARGIN = 16
@@ -177,7 +181,7 @@ def background(n: int) -> Group:
     for sq in range(n * n):
         h = geo.height[sq]
         x0, y0, x1, y1 = square_box(n, sq)
-        shapes.append(Rect(x0, y0, x1, y1, shades[h - 1]))
+        shapes.append(Rect(x0, y0, x1, y1, shades[h - 1], square=geo.name(sq)))
         shapes.append(Text(x0 + 4.5, y0 + 5.5, str(h), 7, _digit_colour(n, h)))
     walls: list[Shape] = []
     joints: dict[tuple[float, float], int] = {}
@@ -291,7 +295,8 @@ def describe(
     groups = [background(n), marks_under(pos, last_move)]
     for sq, p in enumerate(pos.board):
         if p:
-            groups.append(Group("piece", piece_shapes(p, n, *_centre(n, sq)), f"{piece_text(p)} {pos.geo.name(sq)}"))
+            name = pos.geo.name(sq)
+            groups.append(Group("piece", piece_shapes(p, n, *_centre(n, sq)), f"{piece_text(p)} {name}", name))
     groups.append(marks_over(pos, captured, threatened))
     return groups
 
@@ -312,7 +317,9 @@ def board_svg(
 ) -> str:
     """The picture as a standalone SVG document (no scripts, no external references).
 
-    Each piece is one ``<g class="piece">`` element whose ``<title>`` names it.  The
+    Each piece is one ``<g class="piece" data-square="d2">`` element whose ``<title>``
+    names it, and each square's rectangle carries its ``data-square`` too (what the
+    web's board page finds squares by, to mark where a piece can go).  The
     text of what never changes is written once and kept: the background of each board
     size, and each piece on each square (:func:`svg_group` of what :func:`describe`
     gives, so the document is the one written from :func:`describe` shape by shape)."""
@@ -332,7 +339,8 @@ def board_svg(
 
 def svg_group(group: Group) -> str:
     """One group as SVG: its ``<g>`` line, a line per shape, ``</g>``."""
-    head = f'<g class="{group.kind}">' + (f"<title>{escape(group.label)}</title>" if group.label else "")
+    where = f' data-square="{group.square}"' if group.square else ""
+    head = f'<g class="{group.kind}"{where}>' + (f"<title>{escape(group.label)}</title>" if group.label else "")
     return "\n".join([head, *map(_svg_shape, group.shapes), "</g>"])
 
 
@@ -344,7 +352,8 @@ def _background_svg(n: int) -> str:
 @cache
 def _piece_svg(piece: int, n: int, sq: int) -> str:
     """A piece on a square as SVG (at most 16 pieces x 64 squares of each board size)."""
-    return svg_group(Group("piece", piece_shapes(piece, n, *_centre(n, sq)), f"{piece_text(piece)} {geometry(n).name(sq)}"))
+    name = geometry(n).name(sq)
+    return svg_group(Group("piece", piece_shapes(piece, n, *_centre(n, sq)), f"{piece_text(piece)} {name}", name))
 
 
 def _n(value: float) -> str:
@@ -363,7 +372,8 @@ def _svg_shape(shape: Shape) -> str:
         inset = shape.width / 2 if shape.outline else 0
         return (
             f'<rect x="{_n(shape.x0 + inset)}" y="{_n(shape.y0 + inset)}" width="{_n(shape.x1 - shape.x0 - 2 * inset)}" '
-            f'height="{_n(shape.y1 - shape.y0 - 2 * inset)}"{_paint(shape.fill, shape.outline, shape.width)}/>'
+            f'height="{_n(shape.y1 - shape.y0 - 2 * inset)}"{_paint(shape.fill, shape.outline, shape.width)}'
+            + (f' data-square="{shape.square}"/>' if shape.square else "/>")
         )
     if isinstance(shape, Circle):
         r = shape.r - (shape.width / 2 if shape.outline else 0)

@@ -10,7 +10,7 @@ import xml.etree.ElementTree as ET
 import pytest
 from PIL import Image
 
-from pbmserv_terrace.games.breakthrough import board_png, board_svg, parse_move, picture_alt, start
+from pbmserv_terrace.games.breakthrough import board_png, board_svg, parse_move, picture_alt, square_name, start
 from pbmserv_terrace.games.breakthrough.picture import LAST_DARK, LAST_LIGHT, SIZE, square_box
 
 from .helpers import random_game
@@ -45,6 +45,15 @@ def test_the_svg_is_standalone_xml_naming_every_pawn(setup: str) -> None:
     for outside in ("<script", "href", "url(", "@import", "<style", "<image", "<foreignobject"):
         assert outside not in lowered
     assert root.find(f"{SVG}title").text == picture_alt(pos)
+    # each pawn and each square carries its square's name (the web page marks moves by it)
+    assert all(g.find(f"{SVG}title").text.endswith(" " + g.get("data-square")) for g in pieces)
+    n = pos.n
+    named = {r.get("data-square"): r for r in root.iter(f"{SVG}rect") if r.get("data-square")}
+    assert len(named) == n * n
+    for sq in range(n * n):
+        x0, y0, x1, _ = square_box(sq, n)
+        rect = named[square_name(sq, n)]
+        assert (float(rect.get("x")), float(rect.get("y")), float(rect.get("width"))) == pytest.approx((x0, y0, x1 - x0), abs=0.01)
 
 
 def test_the_svg_without_a_last_move_marks_nothing() -> None:

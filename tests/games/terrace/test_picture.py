@@ -250,6 +250,16 @@ def test_svg_parses_and_has_one_element_per_piece() -> None:
         assert not list(root.iter(f"{SVG}script"))
         assert "href" not in svg and "url(" not in svg, "no external references"
         assert int(root.get("width", "0")) == picture.WIDTH
+        # each piece and each square carries its square's name (the web page marks moves by it)
+        geo = case.pos.geo
+        assert sorted(g.get("data-square") for g in pieces) == sorted(geo.name(sq) for sq, p in enumerate(case.pos.board) if p)
+        assert all(g.find(f"{SVG}title").text.endswith(" " + g.get("data-square")) for g in pieces)
+        named = {r.get("data-square"): r for r in root.iter(f"{SVG}rect") if r.get("data-square")}
+        assert sorted(named) == sorted(geo.name(sq) for sq in range(case.pos.n**2)), name
+        for sq in range(case.pos.n**2):
+            x0, y0, x1, _ = square_box(case.pos.n, sq)
+            rect = named[geo.name(sq)]
+            assert (float(rect.get("x")), float(rect.get("y")), float(rect.get("width"))) == pytest.approx((x0, y0, x1 - x0), abs=0.01)
 
 
 def svg_from_describe(case: Case) -> str:
