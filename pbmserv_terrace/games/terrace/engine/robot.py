@@ -9,6 +9,10 @@ Levels:
 3. **strongest** — the same with a node budget calibrated to about two seconds per
    move on one core of the development machine (``NODES_PER_SECOND``).
 
+Level 3 asks the endgame solver (:mod:`.solve`) first when two armies and few pieces
+are left (SOLVE_PIECES): a short win it proves is played at once, so what robot3
+says of a forced win there is certain, not a line its pruned search happened to see.
+
 Game history: ``choose_move(..., history=...)`` takes the game's earlier positions
 (rules positions, or their :func:`position_key`); levels 2 and 3 score a return to
 any of them as a draw (the beginner ignores it: measured, with it robot1 steered
@@ -41,7 +45,8 @@ from pbmserv_terrace.games.verdict import robot_verdict
 
 from .board import SearchBoard, encode, to_move_obj
 from .evaluate import evaluate
-from .search import MATE_BOUND, Limits, RootResult, Searcher, Stop
+from .search import MATE, MATE_BOUND, Limits, RootResult, Searcher, Stop
+from .solve import prove_win
 from .zobrist import full_hash
 
 NODES_PER_SECOND = {8: 44_000, 6: 85_000}
@@ -54,6 +59,11 @@ LEVEL_DEPTH = {1: 2, 2: 64, 3: 64}
 LEVEL_CONTEMPT = {1: 0, 2: 25, 3: 25}
 """What a repetition of a position costs the robot (it prefers playing on)."""
 DRAW_MARGIN = 40
+SOLVE_PIECES = 12
+"""robot3 asks the endgame solver (:mod:`.solve`) first in two-army positions with at
+most this many pieces on the board, for a win of at most SOLVE_MOVES of its moves,
+with at most SOLVE_SHARE of its node budget: a win it finds there is proved."""
+SOLVE_MOVES, SOLVE_SHARE = 3, 4
 """accepts_draw: accept when the robot's score is below -DRAW_MARGIN."""
 
 
@@ -169,6 +179,12 @@ def choose_move(
     ``history``: the game's earlier positions, or their :func:`position_key`)."""
     start = time.perf_counter()
     limits = _limits(level, time_budget, start, pos.n)
+    if level == 3 and len(pos.armies()) == 2 and sum(1 for p in pos.board if p) <= SOLVE_PIECES:
+        proof = prove_win(SearchBoard(pos), SOLVE_MOVES, limits.nodes // SOLVE_SHARE)
+        if proof is not None and proof.move is not None:
+            return EngineResult(
+                to_move_obj(proof.move), MATE - proof.plies, proof.plies, 0, time.perf_counter() - start, level, "mate"
+            )
     res = search(
         pos,
         pos.to_move,
