@@ -26,7 +26,7 @@ def test_known_wins_are_proved_with_their_length_and_a_winning_move(tpn, k):
     assert to_move_obj(proof.move) in winning_moves(pos, k)
 
 
-def _sparse_positions(count: int, seed: int) -> list[Position]:
+def sparse_positions(count: int, seed: int) -> list[Position]:
     """Positions from random games, thinned by random captures: few pieces, as in
     the endgames the solver is for."""
     rng = random.Random(seed)
@@ -47,7 +47,7 @@ def _sparse_positions(count: int, seed: int) -> list[Position]:
 
 @pytest.mark.parametrize("seed", range(6))
 def test_solver_agrees_with_the_brute_force_prover(seed):
-    for pos in _sparse_positions(15, seed):
+    for pos in sparse_positions(15, seed):
         for k in (1, 2):
             proof = prove_win(SearchBoard(pos), k, 10_000_000)
             # The brute-force prover counts a stuck defender as beaten; the rules
