@@ -66,6 +66,15 @@ class ServerConfig:
     """text, or json: one JSON object a line (time, level, logger, message)"""
     health_port: int = 0
     """port of the /healthz and /metrics HTTP endpoint on 127.0.0.1; 0 = off"""
+    health_outbox_stuck_minutes: float = 30.0
+    """/healthz says the outbox is stuck (503) when a due reply has waited longer"""
+    health_max_loop_lag: float = 1.0
+    """/healthz says the event loop lags (503) when it was held longer at a stretch
+    (seconds) in the last 10 seconds"""
+    pid_file: str = ""
+    """where ``serve`` writes its pid (``status`` finds it there); empty =
+    ``pbmserv.pid`` in ``state_directory`` if one is set, else beside the config
+    file, else in the current directory"""
     concurrency: int = 32
     """mails in their transactions at once (moves on different boards by different
     players); mails that may touch the same things always run in delivery order.
@@ -502,9 +511,11 @@ def _validate(cfg: Config, problems: list[str]) -> None:
         cfg.server.database_url = normalise_url(cfg.server.database_url)
     except Exception as exc:
         problems.append(f"server.database_url: {exc}")
-    for key in ("poll_interval", "scheduler_interval"):
+    for key in ("poll_interval", "scheduler_interval", "health_max_loop_lag"):
         if getattr(cfg.server, key) <= 0:
             problems.append(f"server.{key}: must be more than 0 seconds")
+    if cfg.server.health_outbox_stuck_minutes <= 0:
+        problems.append("server.health_outbox_stuck_minutes: must be more than 0 minutes")
     if cfg.server.log_level.lower() not in LEVELS:
         problems.append(f"server.log_level: must be one of {', '.join(LEVELS)}, not {cfg.server.log_level!r}")
     if cfg.server.log_format.lower() not in LOG_FORMATS:

@@ -6,10 +6,26 @@ verified with the slow hash, the transactions mails were handled in (group
 commits) and the mails in them, the outbox depth, whether the inbound connection is
 up, and the process collector's CPU, memory and file descriptors) and answered
 in the Prometheus text format, with ``pbmserv_build_info`` (version and Python).
-A rotated OAuth2 refresh token that could not be written makes ``/healthz`` say
-``degraded`` with where and why (``pbmserv_oauth2_token_unsaved`` on ``/metrics``).
-``/healthz`` only reads: it never takes SQLite's write lock, so it answers while
-mail is being handled.
+``/healthz`` tells the truth (issue 43 part 7): it answers ``200`` with its
+checks as JSON when all is well and ``503`` naming each part that is down
+(``"down": ["database", "mailbox"]``, and a line for each in ``checks``):
+
+- ``database``: one read (the pending replies' count and earliest due time) within
+  DB_TIMEOUT seconds;
+- ``mailbox``: the inbound connection (IMAP logged in and its inbox selected; the
+  embedded SMTP listener bound), down for more than MAILBOX_GRACE seconds (a
+  reconnect is not an outage);
+- ``outbox``: the oldest due reply has waited more than ``[server]
+  health_outbox_stuck_minutes`` (the senders are not sending);
+- ``event_loop``: :class:`LoopMonitor` saw the loop held for more than ``[server]
+  health_max_loop_lag`` seconds in the last LAG_WINDOW seconds.
+
+The checks are cheap and run at most once a CACHE_SECONDS (requests meanwhile get
+the same answer; a database that does not answer costs a request DB_TIMEOUT at
+most, never the event loop).  A rotated OAuth2 refresh token that could not be
+written makes ``/healthz`` say ``degraded`` (still 200) with where and why
+(``pbmserv_oauth2_token_unsaved`` on ``/metrics``).  ``/healthz`` only reads: it
+never takes SQLite's write lock, so it answers while mail is being handled.
 
 :class:`LoopMonitor` watches the event loop that takes mail (issue 36): a beat
 every 50 ms measures its own oversleep (``pbmserv_event_loop_lag_seconds``), and
@@ -31,13 +47,16 @@ import sys
 import threading
 import time
 import traceback
+from collections import deque
+from datetime import datetime, timedelta
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, PlatformCollector, ProcessCollector
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 
 from .. import __version__
 from ..mail.oauth2 import unsaved_tokens
-from ..store import Database
+from ..store import Database, utcnow
 from ..store.repos import Outbox
 
 log = logging.getLogger("pbmserv.health")
@@ -50,6 +69,14 @@ STALL_LOG_EVERY = 10.0
 """seconds: at most one stall warning this often (the others are counted)"""
 STILL_STALLED = 5.0
 """seconds: a loop held this long is told while it is still held"""
+CACHE_SECONDS = 1.0
+"""/healthz's checks run at most this often"""
+DB_TIMEOUT = 2.0
+"""seconds /healthz waits for the database's answer"""
+MAILBOX_GRACE = 5.0
+"""seconds the inbound connection may be down (reconnecting) before /healthz says so"""
+LAG_WINDOW = 10.0
+"""seconds of the event loop's past that /healthz looks at"""
 
 
 class Metrics:
@@ -112,6 +139,9 @@ class Metrics:
             "OAuth2 refresh tokens the provider rotated that could not be written (kept in memory; see the log)",
             registry=self.registry,
         )
+        self.inbound_up = False
+        self.inbound_since = time.monotonic()
+        """when the inbound connection last went up or down (monotonic)"""
         ProcessCollector(registry=self.registry)
         PlatformCollector(registry=self.registry)
         self._seen: dict[str, int] = {}
@@ -122,6 +152,12 @@ class Metrics:
         self.mails.labels(result=status).inc()
         self.command_seconds.labels(result=status).observe(seconds)
         self.by_result[status] = self.by_result.get(status, 0) + 1
+
+    def inbound(self, up: bool) -> None:
+        """The inbound connection is up (or down) now."""
+        self.inbound_connected.set(1 if up else 0)
+        if up != self.inbound_up:
+            self.inbound_up, self.inbound_since = up, time.monotonic()
 
     def replies(self, sent_total: int, failed_total: int) -> None:
         """The outbox senders' running totals: the counters follow them."""
@@ -149,11 +185,25 @@ class Metrics:
 
 
 class HealthEndpoint:
-    """A tiny HTTP/1.0 listener: ``/healthz`` (JSON) and ``/metrics`` (Prometheus)."""
+    """A tiny HTTP/1.0 listener: ``/healthz`` (JSON, 200 or 503: see the module's
+    text) and ``/metrics`` (Prometheus).  ``monitor``: the event loop's
+    :class:`LoopMonitor` (none: that check is left out)."""
 
-    def __init__(self, db: Database, metrics: Metrics, inbound: str) -> None:
+    def __init__(
+        self,
+        db: Database,
+        metrics: Metrics,
+        inbound: str,
+        *,
+        monitor: LoopMonitor | None = None,
+        stuck_minutes: float = 30.0,
+        max_lag: float = 1.0,
+    ) -> None:
         self.db, self.metrics, self.inbound = db, metrics, inbound
+        self.monitor, self.stuck_minutes, self.max_lag = monitor, stuck_minutes, max_lag
         self._server: asyncio.base_events.Server | None = None
+        self._checked: tuple[float, dict[str, Any]] | None = None
+        self._checking: asyncio.Task[dict[str, Any]] | None = None
 
     async def start(self, host: str, port: int) -> None:
         self._server = await asyncio.start_server(self._client, host, port)
@@ -169,29 +219,83 @@ class HealthEndpoint:
         if self._server is not None:
             self._server.close()
 
-    async def _pending(self) -> int:
+    async def checks(self) -> dict[str, Any]:
+        """What /healthz answers: ``status`` (ok, degraded, down), ``down`` (the
+        parts that are), ``checks`` (a line for each part), ``pending_replies``.
+        At most CACHE_SECONDS old; concurrent requests share one run."""
+        if self._checked is not None and time.monotonic() - self._checked[0] <= CACHE_SECONDS:
+            return self._checked[1]
+        if self._checking is None or self._checking.done():
+            self._checking = asyncio.ensure_future(self._check())
+        found = await asyncio.shield(self._checking)
+        self._checked = (time.monotonic(), found)
+        return found
+
+    async def _summary(self) -> tuple[int, datetime | None]:
         async with self.db.reading() as session:
-            return await Outbox(session).pending_count()
+            return await Outbox(session).pending_summary()
+
+    async def _check(self) -> dict[str, Any]:
+        checks: dict[str, str] = {}
+        pending: int | None = None
+        try:
+            pending, oldest = await asyncio.wait_for(self._summary(), DB_TIMEOUT)
+        except Exception as exc:  # (TimeoutError: it did not answer in time)
+            what = str(exc).strip().splitlines()[0] if str(exc).strip() else "no answer"
+            checks["database"] = f"down: {type(exc).__name__}: {what}"[:300]
+            checks["outbox"] = "unknown: the database is down"
+        else:
+            checks["database"] = "ok"
+            waited = utcnow() - oldest if oldest is not None else timedelta(0)
+            if waited > timedelta(minutes=self.stuck_minutes):
+                checks["outbox"] = (f"down: stuck, the oldest due reply has waited {waited.total_seconds() / 60:.0f} min "
+                                    f"(over {self.stuck_minutes:g})")  # fmt: skip
+            else:
+                checks["outbox"] = "ok"
+        m = self.metrics
+        off = time.monotonic() - m.inbound_since
+        if m.inbound_up:
+            checks["mailbox"] = "ok"
+        elif off > MAILBOX_GRACE:
+            checks["mailbox"] = f"down: the {self.inbound} connection has been down for {off:.0f} s"
+        else:
+            checks["mailbox"] = f"ok: reconnecting ({self.inbound}, down for {off:.0f} s)"
+        if self.monitor is not None:
+            lag = self.monitor.recent_lag(LAG_WINDOW)
+            checks["event_loop"] = (
+                f"down: lagging, held {lag:.2f} s at a stretch in the last {LAG_WINDOW:g} s (over {self.max_lag:g})"
+                if lag > self.max_lag
+                else "ok"
+            )
+        down = [part for part, line in checks.items() if line.startswith("down")]
+        return {"down": down, "checks": checks, "pending_replies": pending}
 
     async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
             request = await asyncio.wait_for(reader.readline(), 5)
             path = request.decode("latin-1").split(" ")[1] if request.count(b" ") >= 2 else "/"
             if path == "/metrics":
-                self.metrics.outbox_pending.set(await self._pending())
+                found = await self.checks()
+                if found["pending_replies"] is not None:  # (the database down: the last count stands)
+                    self.metrics.outbox_pending.set(found["pending_replies"])
                 self.metrics.token_unsaved.set(len(unsaved_tokens()))
                 status, body, ctype = "200 OK", self.metrics.exposition(), CONTENT_TYPE_LATEST
             elif path == "/healthz":
+                found = await self.checks()
                 unsaved = unsaved_tokens()
                 info: dict[str, object] = {
-                    "status": "degraded" if unsaved else "ok",
-                    "pending_replies": await self._pending(),
+                    "status": "down" if found["down"] else "degraded" if unsaved else "ok",
+                    "pending_replies": found["pending_replies"],
                     "mails": self.metrics.by_result,
                     "inbound": self.inbound,
+                    "checks": found["checks"],
                 }
+                if found["down"]:
+                    info["down"] = found["down"]
                 if unsaved:
                     info["oauth2_token_unsaved"] = unsaved  # where and why, never the token
-                status, body, ctype = "200 OK", (json.dumps(info) + "\n").encode(), "application/json"
+                status = "503 Service Unavailable" if found["down"] else "200 OK"
+                body, ctype = (json.dumps(info) + "\n").encode(), "application/json"
             else:
                 status, body, ctype = "404 Not Found", b"not found: try /healthz or /metrics\n", "text/plain"
             head = f"HTTP/1.0 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {len(body)}\r\n\r\n"
@@ -222,6 +326,8 @@ class LoopMonitor:
         self._watchdog: threading.Thread | None = None
         self._next_log = 0.0
         self._unlogged = 0
+        self._lags: deque[tuple[float, float]] = deque()
+        """(when, lag) of the beats that came late by more than a beat, for :meth:`recent_lag`"""
 
     def start(self) -> None:
         self._loop = asyncio.get_running_loop()
@@ -247,10 +353,21 @@ class LoopMonitor:
         place = where if after == self._last_beat else ""  # (not a note of an earlier stall's)
         self._last_beat = time.monotonic()
         self.metrics.loop_lag.observe(lag)
+        if lag > self.beat:
+            self._lags.append((self._last_beat, lag))
+            while self._lags and self._lags[0][0] < self._last_beat - 300.0:
+                self._lags.popleft()
         if lag > self.stall:
             self._stalled(lag, place)
         self._due = now + self.beat
         self._handle = self._loop.call_at(self._due, self._on_beat)
+
+    def recent_lag(self, window: float) -> float:
+        """The longest the loop was held at a stretch in the last ``window``
+        seconds (its beats' lag; a hold going on now counts as far as it went)."""
+        now = time.monotonic()
+        held = max((lag for when, lag in self._lags if when >= now - window), default=0.0)
+        return max(held, now - self._last_beat - self.beat)
 
     def _stalled(self, lag: float, where: str) -> None:
         self.metrics.loop_stalls.inc()

@@ -193,7 +193,7 @@ class Server:
         return result
 
     def set_inbound_connected(self, up: bool) -> None:
-        self.metrics.inbound_connected.set(1 if up else 0)
+        self.metrics.inbound(up)  # (/metrics, and /healthz's mailbox check)
 
     # ------------------------------------------------- the shared queue (PostgreSQL)
     async def describe(self, raw: bytes) -> tuple[str, frozenset[str] | None]:
@@ -331,11 +331,13 @@ class Server:
         before anything else is left running."""
         cfg = self.config
         await self.db.migrate()
+        monitor = LoopMonitor(self.metrics)  # the loop's lag on /metrics and /healthz, a warning for a step over 100 ms
         if cfg.server.health_port:
-            self._health = HealthEndpoint(self.db, self.metrics, self.inbound.kind)
+            self._health = HealthEndpoint(self.db, self.metrics, self.inbound.kind, monitor=monitor,
+                                          stuck_minutes=cfg.server.health_outbox_stuck_minutes,
+                                          max_lag=cfg.server.health_max_loop_lag)  # fmt: skip
             await self._health.start("127.0.0.1", cfg.server.health_port)
             log.info("health endpoint on http://127.0.0.1:%d/healthz and /metrics", cfg.server.health_port)
-        monitor = LoopMonitor(self.metrics)  # the loop's lag on /metrics, a warning for a step over 100 ms
         monitor.start()
         try:
             await self.inbound.start()

@@ -6,12 +6,15 @@ import argparse
 import asyncio
 import errno
 import json
+import logging
 import os
 import signal
 import sys
+import urllib.error
 import urllib.request
 from email.message import EmailMessage
 from email.utils import formatdate, make_msgid, parseaddr
+from typing import Any
 
 import aiosmtplib
 
@@ -27,7 +30,7 @@ from ..store import Database
 from ..store.repos import Games, Outbox
 from .common import CliError, config_from_args
 from .inbox import cmd_inbox, mail_text, newest_mail
-from .pidfile import PID_FILE, remove_pid, running_pid, write_pid
+from .pidfile import pid_path, remove_pid, running_pid, write_pid
 
 SERVE_UMASK = 0o077
 """what serve creates (database, Maildirs, failed mails, pid file) is its user's
@@ -45,6 +48,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     os.environ[LOG_LEVEL_ENV], os.environ[LOG_FORMAT_ENV] = cfg.server.log_level.lower(), cfg.server.log_format.lower()
     heap.settle()
     notifier = Notifier()
+    pid_file = pid_path(cfg)
 
     async def run() -> None:
         server = Server(cfg)
@@ -57,7 +61,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
             server.stop()
 
         def started() -> None:
-            write_pid()
+            try:
+                write_pid(pid_file)
+            except OSError as exc:
+                logging.getLogger("pbmserv.serve").warning(
+                    "cannot write the pid file %s (%s): `status` finds this serve by its health_port only",
+                    pid_file, exc.strerror or exc,
+                )  # fmt: skip
             notifier.ready(f"serving: mail in by {cfg.inbound}, replies out by {cfg.outbound}")
             if notifier.interval is not None:  # (a task on the loop: a held loop misses its beat)
                 watchdog.append(loop.create_task(notifier.watchdog(server.stopping), name="systemd-watchdog"))
@@ -76,13 +86,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
     except OSError as exc:
         if exc.errno != errno.EADDRINUSE:
             raise
-        holder = running_pid()
-        who = f"pbmserv-terrace serve (pid {holder}, see ./{PID_FILE})" if holder else "another program"
+        holder = running_pid(pid_file)
+        who = f"pbmserv-terrace serve (pid {holder}, see {pid_file})" if holder else "another program"
         raise CliError(
             f"cannot listen: {exc.strerror} ({address_of(exc)}), held by {who}; stop it or choose another port"
         ) from None
     finally:
-        remove_pid()
+        remove_pid(pid_file)
         notifier.close()
     return 0
 
@@ -184,24 +194,44 @@ async def _check_connections(cfg: Config, offline: bool) -> list[str]:
     return out
 
 
+def healthz(port: int) -> tuple[int, dict[str, Any]]:
+    """(HTTP status, JSON) of the /healthz on this port (OSError: nothing answers)."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=10) as resp:
+            return resp.status, json.loads(resp.read())
+    except urllib.error.HTTPError as exc:  # 503: it runs, and says what is down
+        with exc:
+            return exc.code, json.loads(exc.read() or b"{}")
+
+
 def cmd_status(args: argparse.Namespace) -> int:
-    """The health of a server: its /healthz when configured, and the database's view."""
+    """The health of a server, found from the configuration (never the current
+    directory): its /healthz when ``health_port`` is set, else the pid file
+    (:func:`.pidfile.pid_path`); and the database's view.  Exit status 0: running
+    and well, 1: running with a part down (named), 3: not running."""
     cfg = config_from_args(args)
-    running = True
+    status = 0
     if cfg.server.health_port:
         try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{cfg.server.health_port}/healthz", timeout=5) as resp:
-                info = json.loads(resp.read())
-            mails = ", ".join(f"{n} {what}" for what, n in sorted(info.get("mails", {}).items())) or "none yet"
-            print(f"serve: running, answering on 127.0.0.1:{cfg.server.health_port}; {info['pending_replies']} replies "
-                  f"waiting; mails handled: {mails}; inbound {info['inbound']}")  # fmt: skip
-        except OSError as exc:
+            code, info = healthz(cfg.server.health_port)
+        except (OSError, ValueError) as exc:
             print(f"serve: not running (nothing answers on 127.0.0.1:{cfg.server.health_port}: {exc})")
-            running = False
+            status = 3
+        else:
+            mails = ", ".join(f"{n} {what}" for what, n in sorted(info.get("mails", {}).items())) or "none yet"
+            waiting = "?" if info.get("pending_replies") is None else info["pending_replies"]
+            print(f"serve: running, answering on 127.0.0.1:{cfg.server.health_port}; {waiting} replies "
+                  f"waiting; mails handled: {mails}; inbound {info.get('inbound')}")  # fmt: skip
+            down = info.get("down", [])
+            for part in down:
+                print(f"  DOWN  {part}: {info.get('checks', {}).get(part, '')}")
+            if code != 200 or down:
+                status = 1
     else:
-        pid = running_pid()
-        print(f"serve: running (pid {pid}, ./{PID_FILE})" if pid else f"serve: not running (no live pid in ./{PID_FILE})")
-        running = pid is not None
+        pid_file = pid_path(cfg)
+        pid = running_pid(pid_file)
+        print(f"serve: running (pid {pid}, {pid_file})" if pid else f"serve: not running (no live pid in {pid_file})")
+        status = 0 if pid is not None else 3
 
     async def db_view() -> str:
         db = Database(cfg.server.database_url)
@@ -219,8 +249,12 @@ def cmd_status(args: argparse.Namespace) -> int:
         finally:
             await db.close()
 
-    print(asyncio.run(db_view()))
-    return 0 if running else 3
+    try:
+        print(asyncio.run(db_view()))
+    except Exception as exc:  # (the database down: said, not a traceback)
+        print(f"database: unreachable ({type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''})")
+        status = status or 1
+    return status
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -596,6 +596,14 @@ class Outbox:
         stmt = select(OutboxMessage).where(OutboxMessage.id.in_(list(ids))).order_by(OutboxMessage.id)
         return list((await self.s.execute(stmt)).scalars())
 
+    async def pending_summary(self) -> tuple[int, datetime | None]:
+        """(replies pending, the earliest due time among them): /healthz's one read
+        (the oldest due reply tells an outbox that is stuck)."""
+        await self.write()
+        stmt = select(func.count(), func.min(OutboxMessage.next_attempt_at)).where(OutboxMessage.state == "pending")
+        count, oldest = (await self.s.execute(stmt)).one()
+        return int(count), oldest
+
     async def pending_count(self) -> int:
         await self.write()
         stmt = select(func.count()).select_from(OutboxMessage).where(OutboxMessage.state == "pending")

@@ -217,6 +217,10 @@ class DovecotServer:
                                     mechanisms=f" {self.oauth2_mechanisms}" if self.oauth2_url else "",
                                     imap_capability=f"  imap_capability = {self.capabilities}\n" if self.capabilities else "",
                                     auth_service=auth_service, extra=self.extra))  # fmt: skip
+        return self._launch(binary, conf)
+
+    def _launch(self, binary: str, conf: Path) -> DovecotServer:
+        """Run dovecot with ``conf`` until it listens on every port."""
         self.proc = subprocess.Popen([binary, "-F", "-c", str(conf)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         deadline = time.time() + 20
         while time.time() < deadline:
@@ -251,6 +255,18 @@ class DovecotServer:
             return ""
         path = self.base / "dovecot.log"
         return path.read_text(errors="replace") if path.exists() else ""
+
+    def halt(self) -> None:
+        """Stop the server as an outage does (its connections end), keeping its
+        mailboxes and ports for :meth:`resume`."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(10)
+
+    def resume(self) -> DovecotServer:
+        """Start it again after :meth:`halt`: the same ports, users and mail."""
+        assert self.base is not None, "halted, not stopped"
+        return self._launch(shutil.which("dovecot") or "/usr/sbin/dovecot", self.base / "dovecot.conf")
 
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:

@@ -52,6 +52,7 @@ class PostgresCluster:
         self.dir: Path | None = None
         self.port = 0
         self._as_root = os.geteuid() == 0
+        self._options = ""
 
     # -------------------------------------------------------------- lifecycle
     def _run(self, *args: str) -> None:
@@ -76,8 +77,21 @@ class PostgresCluster:
             f"-p {self.port} -k {self.dir} -c listen_addresses=127.0.0.1 -c fsync=off "
             "-c synchronous_commit=off -c full_page_writes=off -c max_connections=200"
         )
+        self._options = options
         self._run(pg_ctl, "-D", str(data), "-o", options, "-l", str(self.dir / "log"), "-w", "-t", "60", "start")
         return self
+
+    def halt(self) -> None:
+        """Stop the server as an outage does (fast: its connections end), keeping
+        its data and port for :meth:`resume` (a cluster of this process's own only)."""
+        assert self.dir is not None and not self.external
+        self._run(_find("pg_ctl"), "-D", str(self.dir / "data"), "-m", "fast", "-w", "stop")
+
+    def resume(self) -> None:
+        """Start it again after :meth:`halt`, on the same port."""
+        assert self.dir is not None and not self.external
+        self._run(_find("pg_ctl"), "-D", str(self.dir / "data"), "-o", self._options, "-l", str(self.dir / "log"),
+                  "-w", "-t", "60", "start")  # fmt: skip
 
     def stop(self) -> None:
         if self.external or self.dir is None:

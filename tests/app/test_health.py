@@ -1,17 +1,23 @@
 """/healthz and /metrics of a running server (issue 13): health only reads, so it
 answers while another connection holds SQLite's write lock; metrics are the
-Prometheus text format."""
+Prometheus text format.  /healthz tells the truth (issue 43 part 7): 503 naming
+each part that is down (the database, the mailbox, a stuck outbox, a lagging
+event loop), 200 with its checks when all are well."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import sqlite3
+import time
+from datetime import timedelta
+from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from pbmserv_terrace.app.health import HealthEndpoint, Metrics
-from pbmserv_terrace.store import Database
+from pbmserv_terrace.app.health import MAILBOX_GRACE, HealthEndpoint, LoopMonitor, Metrics
+from pbmserv_terrace.store import Database, UnitOfWork, utcnow
+from pbmserv_terrace.testing.postgres import free_port
 
 
 async def get(port: int, path: str) -> tuple[str, dict[str, str], bytes]:
@@ -25,8 +31,9 @@ async def get(port: int, path: str) -> tuple[str, dict[str, str], bytes]:
     return status, {k.lower(): v.strip() for k, v in (line.split(":", 1) for line in lines)}, body
 
 
-async def serve(db: Database, metrics: Metrics) -> tuple[HealthEndpoint, int]:
-    endpoint = HealthEndpoint(db, metrics, "embedded-smtp")
+async def serve(db: Database, metrics: Metrics, **kw: Any) -> tuple[HealthEndpoint, int]:
+    metrics.inbound(True)  # (the listener is bound)
+    endpoint = HealthEndpoint(db, metrics, "embedded-smtp", **kw)
     await endpoint.start("127.0.0.1", 0)
     return endpoint, endpoint.port
 
@@ -45,7 +52,8 @@ def test_healthz_answers_while_another_connection_holds_the_sqlite_write_lock(tm
             status, headers, body = await asyncio.wait_for(get(port, "/healthz"), 10)
             assert status.endswith("200 OK") and headers["content-type"] == "application/json"
             info = json.loads(body)
-            assert info == {"status": "ok", "pending_replies": 0, "mails": {}, "inbound": "embedded-smtp"}
+            assert info == {"status": "ok", "pending_replies": 0, "mails": {}, "inbound": "embedded-smtp",
+                            "checks": {"database": "ok", "outbox": "ok", "mailbox": "ok"}}  # fmt: skip
         finally:
             writer.execute("ROLLBACK")
             writer.close()
@@ -96,3 +104,88 @@ def test_metrics_are_prometheus_text_with_mail_outcomes_latency_outbox_and_proce
         assert "process_resident_memory_bytes" in families
 
     asyncio.run(run())
+
+
+async def health(port: int) -> tuple[str, dict[str, Any]]:
+    status, _, body = await get(port, "/healthz")
+    return status, json.loads(body)
+
+
+async def until_down(port: int, parts: list[str]) -> tuple[str, dict[str, Any]]:
+    """/healthz until it names ``parts`` (its checks are cached for a second), or the last answer after 10 s."""
+    deadline = time.monotonic() + 10
+    while True:
+        status, info = await health(port)
+        if info.get("down") == parts or time.monotonic() > deadline:
+            return status, info
+        await asyncio.sleep(0.1)
+
+
+def test_healthz_is_503_naming_a_stuck_outbox_and_a_mailbox_that_is_down(tmp_path):
+    async def run() -> list[tuple[str, dict[str, Any]]]:
+        db = Database(f"sqlite+aiosqlite:///{tmp_path / 'o.db'}")
+        await db.migrate()
+        metrics = Metrics()
+        endpoint, port = await serve(db, metrics, stuck_minutes=30)
+        seen = [await health(port)]
+        long_ago = utcnow() - timedelta(hours=2)
+        async with UnitOfWork(db) as uow:  # a reply due two hours ago that nobody sent
+            uow.outbox.queue(message_id="<late@srv.test>", recipient="ann@x.test", subject="s", body="b\n",
+                             next_attempt_at=long_ago, created_at=long_ago)  # fmt: skip
+            await uow.commit()
+        seen.append(await until_down(port, ["outbox"]))
+        metrics.inbound(False)
+        metrics.inbound_since = time.monotonic() - MAILBOX_GRACE - 1  # down for longer than a reconnect
+        seen.append(await until_down(port, ["outbox", "mailbox"]))
+        endpoint.close()
+        await db.close()
+        return seen
+
+    fine, stuck, both = asyncio.run(run())
+    assert fine[0].endswith("200 OK") and fine[1]["status"] == "ok" and "down" not in fine[1]
+    assert stuck[0].endswith("503 Service Unavailable") and stuck[1]["down"] == ["outbox"], stuck
+    assert stuck[1]["status"] == "down" and "waited 120 min" in stuck[1]["checks"]["outbox"], stuck
+    assert both[1]["down"] == ["outbox", "mailbox"] and "embedded-smtp connection has been down" in both[1]["checks"]["mailbox"]
+
+
+def test_healthz_is_503_naming_the_database_when_it_does_not_answer():
+    async def run() -> tuple[str, dict[str, Any], bytes]:
+        db = Database(f"postgresql+asyncpg://nobody@127.0.0.1:{free_port()}/gone")  # nothing listens there
+        endpoint, port = await serve(db, Metrics())
+        try:
+            status, info = await health(port)
+            metrics = await get(port, "/metrics")  # (answers all the same)
+        finally:
+            endpoint.close()
+            await db.close()
+        return status, info, metrics[2]
+
+    status, info, metrics = asyncio.run(run())
+    assert status.endswith("503 Service Unavailable") and info["down"] == ["database"], info
+    assert info["checks"]["database"].startswith("down: ") and info["pending_replies"] is None
+    assert info["checks"]["outbox"] == "unknown: the database is down"
+    assert b"pbmserv_mails_total" in metrics or b"pbmserv_outbox_pending" in metrics
+
+
+def test_healthz_is_503_naming_an_event_loop_that_was_held(tmp_path):
+    async def run() -> tuple[dict[str, Any], dict[str, Any]]:
+        db = Database(f"sqlite+aiosqlite:///{tmp_path / 'l.db'}")
+        await db.migrate()
+        metrics = Metrics()
+        monitor = LoopMonitor(metrics)
+        monitor.start()
+        endpoint, port = await serve(db, metrics, monitor=monitor, max_lag=0.2)
+        before = (await health(port))[1]
+        time.sleep(0.5)  # a step that holds the loop (the stimulus, not a wait for a result)
+        deadline = time.monotonic() + 10
+        while monitor.recent_lag(10) <= 0.2 and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        after = (await until_down(port, ["event_loop"]))[1]
+        monitor.stop()
+        endpoint.close()
+        await db.close()
+        return before, after
+
+    before, after = asyncio.run(run())
+    assert before["checks"]["event_loop"] == "ok" and before["status"] == "ok", before
+    assert after["down"] == ["event_loop"] and "lagging" in after["checks"]["event_loop"], after
