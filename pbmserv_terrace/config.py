@@ -68,7 +68,7 @@ class ServerConfig:
     """port of the /healthz and /metrics HTTP endpoint on 127.0.0.1; 0 = off"""
     health_outbox_stuck_minutes: float = 30.0
     """/healthz says the outbox is stuck (503) when a due reply has waited longer"""
-    health_max_loop_lag: float = 1.0
+    health_max_loop_lag: float = 5.0
     """/healthz says the event loop lags (503) when it was held longer at a stretch
     (seconds) in the last 10 seconds"""
     pid_file: str = ""

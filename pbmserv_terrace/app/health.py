@@ -197,7 +197,7 @@ class HealthEndpoint:
         *,
         monitor: LoopMonitor | None = None,
         stuck_minutes: float = 30.0,
-        max_lag: float = 1.0,
+        max_lag: float = 5.0,
     ) -> None:
         self.db, self.metrics, self.inbound = db, metrics, inbound
         self.monitor, self.stuck_minutes, self.max_lag = monitor, stuck_minutes, max_lag
@@ -206,6 +206,8 @@ class HealthEndpoint:
         self._checking: asyncio.Task[dict[str, Any]] | None = None
 
     async def start(self, host: str, port: int) -> None:
+        if not self.metrics.inbound_up:  # (the mailbox's grace counts from here: a start is not an outage)
+            self.metrics.inbound_since = time.monotonic()
         self._server = await asyncio.start_server(self._client, host, port)
 
     @property
