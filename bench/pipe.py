@@ -44,6 +44,7 @@ sys.path.insert(0, str(ROOT))
 from pbmserv_terrace.config import load_config
 from pbmserv_terrace.gametypes import DEFAULT_GAME_TYPE, GAME_TYPES
 from pbmserv_terrace.service import Service
+from pbmserv_terrace.service.passwords import hash_password, verify_password
 from pbmserv_terrace.store import Game, UnitOfWork
 from tests.service.harness import SERVER, Harness, raw_mail
 
@@ -119,6 +120,16 @@ def proc_cpu(pid: int) -> float:
     except OSError:
         pass  # (it ended)
     return total
+
+
+def argon2_cpu(rounds: int = 10) -> float:
+    """CPU seconds of one password check (argon2id, as a move mail's password is
+    checked: once in every ``handle`` process, once per player and ``ttl`` in ``serve``)."""
+    stored = hash_password("pw-ann")
+    start = time.process_time()
+    for _ in range(rounds):
+        verify_password("pw-ann", stored)
+    return (time.process_time() - start) / rounds
 
 
 def replies(folder: Path) -> int:
@@ -218,6 +229,7 @@ def main() -> None:
             total = statistics.median(figures[-1][1]) + served
             print(f"{'serve (and its sender process), a mail':52} {served * 1000:10.1f}")
             print(f"{'a mail by pipe + LMTP to serve, all processes':52} {total * 1000:10.1f}")
+        print(f"{'of which one argon2id password check (this process)':52} {argon2_cpu() * 1000:10.1f}")
         failed = list((folder / "failed").glob("*.eml")) if (folder / "failed").exists() else []
         for path in failed[:3]:
             print(path.with_suffix(".error").read_text(encoding="utf-8"), end="")
