@@ -83,6 +83,11 @@ class ServerConfig:
     queue: half of it) can grow: fewer transactions and statements a mail"""
     robot_workers: int = 1
     """worker processes computing the robot players' moves (``serve``; at least 1)"""
+    bounce_threshold: int = 3
+    """hard bounces of replies to one address, within ``bounce_window_days``, after
+    which the address is marked bouncing: it gets no mail until its player writes
+    again (``service.bounces``); 0 = never mark"""
+    bounce_window_days: float = 30.0
     outbox_process: bool = True
     """``serve`` sends replies from a process of its own (on another core than the
     one handling mail); false: from the same process"""
@@ -511,6 +516,10 @@ def _validate(cfg: Config, problems: list[str]) -> None:
         cfg.server.database_url = normalise_url(cfg.server.database_url)
     except Exception as exc:
         problems.append(f"server.database_url: {exc}")
+    if cfg.server.bounce_threshold < 0:
+        problems.append("server.bounce_threshold: must be 0 (never mark) or more")
+    if cfg.server.bounce_window_days <= 0:
+        problems.append("server.bounce_window_days: must be more than 0")
     for key in ("poll_interval", "scheduler_interval", "health_max_loop_lag"):
         if getattr(cfg.server, key) <= 0:
             problems.append(f"server.{key}: must be more than 0 seconds")

@@ -17,6 +17,38 @@ from functools import cached_property
 from .commands import ParsedMail, ReplyCommand, parse_mail, reply_command
 
 
+@dataclass(frozen=True)
+class BouncedRecipient:
+    """One recipient of a delivery report (RFC 3464's per-recipient fields, or an
+    ``X-Failed-Recipients`` address)."""
+
+    address: str
+    """Final-Recipient (else Original-Recipient), the address part, lower-case"""
+    action: str
+    """failed | delayed | delivered | relayed | expanded (lower-case)"""
+    status: str
+    """the DSN status code (``5.1.1``), '' when none was given"""
+
+    @property
+    def hard(self) -> bool:
+        """A permanent failure: ``Action: failed`` with a 5.x.x status (4.x.x and
+        delays are soft: the mail may still arrive)."""
+        return self.action == "failed" and self.status.startswith("5.")
+
+
+@dataclass
+class DeliveryReport:
+    """What a bounce says (:func:`pbmserv_terrace.mail.message.parse_message`
+    reads it from a ``multipart/report; report-type=delivery-status`` or an
+    ``X-Failed-Recipients`` header; nothing is guessed from free text)."""
+
+    recipients: list[BouncedRecipient] = field(default_factory=list)
+    returned_ids: list[str] = field(default_factory=list)
+    """Message-IDs of the mail that bounced (from the returned message or its headers)"""
+    dsn: bool = False
+    """an RFC 3464 delivery status notification (else only X-Failed-Recipients)"""
+
+
 @dataclass
 class InboundMail:
     sender: str
@@ -34,6 +66,8 @@ class InboundMail:
     first, then To and Cc (bare addresses)"""
     references: list[str] = field(default_factory=list)
     """Message-IDs it answers: In-Reply-To, then References (newest first)"""
+    report: DeliveryReport | None = None
+    """what it says as a bounce, if it is one (a DSN or X-Failed-Recipients)"""
     problem: str | None = None
     """why its body was not read (over a parsing limit: ``mail.message.LIMITS``);
     such a mail is answered with this and runs nothing"""

@@ -22,6 +22,7 @@ from email.message import Message
 from ..config import Config
 from ..gametypes import DEFAULT_GAME_TYPE, GAME_TYPES, board_game_of
 from ..mail.message import Outgoing, build_message
+from ..service.bounces import bounce_address
 from ..store import OutboxMessage
 
 log = logging.getLogger("pbmserv.outbound")
@@ -78,9 +79,13 @@ def picture_png(spec: Mapping[str, object]) -> bytes | None:
         return None
 
 
-def to_outgoing(row: OutboxMessage, config: Config) -> Outgoing:
-    """The row's message and its bytes (what :mod:`app.outbox` hands the delivery)."""
-    return Outgoing.of(to_email(row, config), config.server.address)
+def to_outgoing(row: OutboxMessage, config: Config, bounce_key: bytes | None = None) -> Outgoing:
+    """The row's message and its bytes (what :mod:`app.outbox` hands the delivery).
+    With ``bounce_key`` its envelope sender is the row's own return path
+    (:func:`~pbmserv_terrace.service.bounces.bounce_address`, VERP), so a bounce
+    names the reply; the message, its Message-ID included, is the same either way."""
+    sender = bounce_address(config.server.address, bounce_key, row.id) if bounce_key else config.server.address
+    return Outgoing.of(to_email(row, config), sender)
 
 
 def to_email(row: OutboxMessage, config: Config) -> Message:

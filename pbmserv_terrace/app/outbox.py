@@ -47,9 +47,11 @@ from ..mail.delivery import (
     staged_name,
 )
 from ..mail.message import Outgoing
+from ..service.bounces import bounce_key
+from ..service.replykeys import SECRET_NAME
 from ..store import Database, OutboxMessage, leases, utcnow
 from ..store.autocommit import autocommit
-from ..store.repos import Outbox
+from ..store.repos import Outbox, Secrets
 from .compose import to_outgoing
 
 log = logging.getLogger("pbmserv.outbound")
@@ -144,6 +146,10 @@ class OutboxSenders:
         """PostgreSQL: the replies leased on ``_conn``"""
         self.full: Callable[[], None] | None = None
         """called when a claim comes back full (more may be due), before it is sent"""
+        self._bounce_key: bytes | None = None
+        """the key of the replies' return paths (VERP: :mod:`..service.bounces`),
+        read once from the reply-key secret; None until read (or when there is none)"""
+        self._key_read = False
 
     # ------------------------------------------------------------ holding back
     @property
@@ -182,6 +188,8 @@ class OutboxSenders:
                 await self._record_unrecorded()
             if not self._recovered and isinstance(self.delivery, StagedDelivery):
                 await self._recover(self.delivery)
+            if not self._key_read:
+                await self._read_bounce_key()
             allowed = self.allowance()
             if not allowed:
                 return 0, True
@@ -242,7 +250,9 @@ class OutboxSenders:
         once, and the per-reply cost is a file's, not a transaction's."""
         loop = asyncio.get_running_loop()
         names = [staged_name(row.id, row.message_id, row.created_at) for row in rows]
-        messages, staged = await loop.run_in_executor(COMPOSER, _compose_and_write, rows, names, maildir, self.config)
+        messages, staged = await loop.run_in_executor(
+            COMPOSER, _compose_and_write, rows, names, maildir, self.config, self._bounce_key
+        )
         try:
             written = await asyncio.to_thread(staged.sync)
         except BaseException:
@@ -293,12 +303,25 @@ class OutboxSenders:
             await asyncio.to_thread(maildir.publish, publish)
         await asyncio.to_thread(maildir.discard, drop)
 
+    async def _read_bounce_key(self) -> None:
+        """Read the return paths' key (every worker derives the same one from the
+        shared reply-key secret, so any of them counts any bounce).  If the
+        database is away, replies go with the plain address until it is back."""
+        try:
+            async with self.db.reading() as reader:
+                secret = await Secrets(reader).get(SECRET_NAME)
+        except Exception:
+            log.exception("reading the reply-key secret failed; replies go without their own return path meanwhile")
+            return
+        self._bounce_key = bounce_key(secret) if secret else None
+        self._key_read = True
+
     def _compose(self, row: OutboxMessage) -> asyncio.Future[Outgoing]:
         # composed and serialised on a thread of its own: drawing and encoding the
         # picture (Pillow lets go of the GIL) runs beside the event loop, on another
         # core when there is one; one thread, so one more malloc arena, not one per
         # pool thread
-        future = asyncio.get_running_loop().run_in_executor(COMPOSER, to_outgoing, row, self.config)
+        future = asyncio.get_running_loop().run_in_executor(COMPOSER, to_outgoing, row, self.config, self._bounce_key)
         future.add_done_callback(_quiet)  # a message composed ahead and not sent (a pause) is dropped
         return future
 
@@ -499,7 +522,7 @@ def _note(row: OutboxMessage, problem: Exception | None, config: Config, result:
 
 
 def _compose_and_write(
-    rows: Sequence[OutboxMessage], names: Sequence[str], maildir: StagedDelivery, config: Config
+    rows: Sequence[OutboxMessage], names: Sequence[str], maildir: StagedDelivery, config: Config, bounce_key: bytes | None
 ) -> tuple[list[Outgoing | Exception], StagedFiles]:
     """Compose each row's message and write it into the staging folder under its
     name (not yet synced).  On the composer thread: the file calls (each lets go
@@ -509,8 +532,8 @@ def _compose_and_write(
     the composing thread to hand the GIL over (Python's switch interval, 5 ms): a
     staged file cost ~20 ms of wall time instead of ~0.5, and the hand-overs
     more CPU than the files (issue 18)."""
-    messages = _compose_all(rows, config)
-    return messages, maildir.write_staged([(names[i], m.data) for i, m in enumerate(messages) if isinstance(m, Outgoing)])
+    messages = _compose_all(rows, config, bounce_key)
+    return messages, maildir.write_staged([(names[i], m.delivered()) for i, m in enumerate(messages) if isinstance(m, Outgoing)])
 
 
 def _problems(messages: Sequence[Outgoing | Exception], written: Sequence[OSError | None]) -> list[Exception | None]:
@@ -520,12 +543,12 @@ def _problems(messages: Sequence[Outgoing | Exception], written: Sequence[OSErro
     return [m if isinstance(m, Exception) else next(outcomes) for m in messages]
 
 
-def _compose_all(rows: Sequence[OutboxMessage], config: Config) -> list[Outgoing | Exception]:
+def _compose_all(rows: Sequence[OutboxMessage], config: Config, bounce_key: bytes | None) -> list[Outgoing | Exception]:
     """Each row's message, or what composing it raised (on the composer thread)."""
     messages: list[Outgoing | Exception] = []
     for row in rows:
         try:
-            messages.append(to_outgoing(row, config))
+            messages.append(to_outgoing(row, config, bounce_key))
         except Exception as exc:
             messages.append(exc)
     return messages

@@ -9,7 +9,6 @@ handler is saved to the ``failed`` directory and logged: never dropped.
 from __future__ import annotations
 
 import asyncio
-import email.policy
 import logging
 import mailbox
 import os
@@ -25,8 +24,10 @@ from ..config import Config
 from ..mail.delivery import delivery_for
 from ..mail.message import parse_message
 from ..service import HandleResult, Service
+from ..service.bounces import bounce_key
+from ..service.replykeys import SECRET_NAME
 from ..store import Database, OutboxMessage, UnitOfWork
-from .compose import to_email
+from .compose import to_outgoing
 from .outbox import drain_outbox
 from .robots import play_inline
 
@@ -91,9 +92,13 @@ async def print_replies(db: Database, config: Config, message_ids: list[str], ou
         with tempfile.TemporaryDirectory() as tmp:
             path = Path(tmp) / "out.mbox"
             box = mailbox.mbox(path)
+            secret = await uow.secrets.get(SECRET_NAME)
+            key = bounce_key(secret) if secret else None
             for row in rows:
-                msg = mailbox.mboxMessage(to_email(row, config).as_bytes(policy=email.policy.compat32))
-                msg.set_from(config.server.address)
+                # as a Maildir holds it: with the Return-Path of the reply's own bounce address
+                outgoing = to_outgoing(row, config, key)
+                msg = mailbox.mboxMessage(outgoing.delivered())
+                msg.set_from(outgoing.sender)
                 box.add(msg)
                 row.state = "printed"
             box.close()

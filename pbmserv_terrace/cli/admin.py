@@ -133,7 +133,9 @@ async def users(db: Database, args: argparse.Namespace) -> None:
         rows = (await uow.session.execute(select(User).order_by(User.userid).limit(args.limit))).scalars().all()
         for u in rows:
             state = "deleted" if u.is_deleted else "signed off" if u.signed_off else "active"
-            print(f"{u.userid:<20} {state:<10} {', '.join(u.addresses)}")
+            marked = set(u.bouncing)
+            addresses = ", ".join(f"{a} (bouncing)" if a.lower() in marked else a for a in u.addresses)
+            print(f"{u.userid:<20} {state:<10} {addresses}")
         if not rows:
             print("(no users)")
 
@@ -143,7 +145,7 @@ async def user(db: Database, args: argparse.Namespace) -> None:
         u = await uow.users.get(args.userid)
         if u is None:
             raise AdminError(f"there is no user {args.userid!r}")
-        print(f"{u.userid}: addresses {u.addresses}, signed off {u.signed_off}, vacation {u.vacation}, "
+        print(f"{u.userid}: addresses {u.addresses}, bouncing {u.bouncing}, signed off {u.signed_off}, vacation {u.vacation}, "
               f"accepts challenges {u.accept_challenges}, limit {u.challenge_limit}, since {u.created_at:%Y-%m-%d}")  # fmt: skip
         for g in await uow.games.for_users([u.id]):
             print(f"  {g.game_type} {g.board_number}: {g.status} {g.result or ''}")

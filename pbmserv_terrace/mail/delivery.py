@@ -175,7 +175,7 @@ class MaildirDelivery:
 
     async def deliver(self, message: Message | Outgoing, recipient: str) -> None:
         def write() -> None:
-            data = message.data if isinstance(message, Outgoing) else message_bytes(message)
+            data = message.delivered() if isinstance(message, Outgoing) else message_bytes(message)
             self.root.mkdir(PRIVATE_DIR, parents=True, exist_ok=True)
             box = mailbox.Maildir(self.folder(recipient), create=True)  # (its folders 0700)
             key = box.add(data)  # LF line ends on disk; written, fsynced, then moved into new/

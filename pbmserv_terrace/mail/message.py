@@ -23,14 +23,14 @@ from datetime import UTC, datetime
 from email.generator import BytesGenerator
 from email.header import Header, decode_header, make_header
 from email.message import Message
-from email.parser import BytesParser
+from email.parser import BytesParser, HeaderParser
 from email.utils import format_datetime, formataddr, getaddresses, parseaddr
 from io import BytesIO
 
 import lxml.etree
 import lxml.html
 
-from ..inbound import InboundMail, is_valid_address
+from ..inbound import BouncedRecipient, DeliveryReport, InboundMail, is_valid_address
 
 MAX_BODY_CHARS = 200_000
 """Longer bodies are cut: no command needs more, and replies quote the original."""
@@ -345,9 +345,93 @@ def parse_message(raw: bytes) -> InboundMail:
         message_id=message_id,
         headers=headers,
         is_report=msg.get_content_type() == "multipart/report",
+        report=delivery_report(msg, fields),
         raw_size=len(raw),
         problem=f"the server did not read your mail's text: {problem}; send your command as a plain mail" if problem else None,
     )
+
+
+MAX_REPORT_RECIPIENTS = 20
+"""Recipients read from one delivery report (each a few header lines)."""
+MAX_REPORT_CHARS = 16 * 1024
+"""Of a report's status part or returned headers given as text, only this much is read."""
+_DSN_STATUS = re.compile(r"[245]\.\d{1,3}\.\d{1,3}")
+_REPORT_TYPES = ("message/delivery-status", "message/global-delivery-status")
+_RETURNED_TYPES = ("message/rfc822", "text/rfc822-headers", "message/global", "message/global-headers")
+
+
+def delivery_report(msg: Message, fields: dict[str, list[str]]) -> DeliveryReport | None:
+    """What a bounce says, or None when ``msg`` is not one: an RFC 3464 delivery
+    status notification (``multipart/report; report-type=delivery-status``: each
+    recipient's Final-Recipient, else Original-Recipient, with its Action and
+    Status, and the Message-ID of the mail returned with it), or a mail with an
+    ``X-Failed-Recipients`` header (Exim's, for permanent failures: status
+    5.0.0).  Nothing is read from free text.  ``msg`` has passed :func:`bounded`
+    (at most 100 parts); of the report only :data:`MAX_REPORT_RECIPIENTS`
+    recipients and :data:`MAX_REPORT_CHARS` of text are read."""
+    failed = _first(fields, "X-Failed-Recipients")
+    dsn = msg.get_content_type() == "multipart/report" and _param(msg, "report-type") == "delivery-status"
+    if not dsn and not failed:
+        return None
+    report = DeliveryReport(dsn=dsn)
+    if dsn:
+        for part in msg.walk():
+            ctype = part.get_content_type()
+            if ctype in _REPORT_TYPES and not report.recipients:
+                report.recipients = _dsn_recipients(part)
+            elif ctype in _RETURNED_TYPES and not report.returned_ids:
+                report.returned_ids = _returned_ids(part)
+    if not report.recipients and failed:
+        values = [" ".join(failed[:MAX_FIELD_BYTES].split())]
+        report.recipients = [
+            BouncedRecipient(addr.lower(), "failed", "5.0.0")
+            for _, addr in parse_addresses(values)[:MAX_REPORT_RECIPIENTS]
+            if "@" in addr
+        ]
+    return report
+
+
+def _blocks(part: Message) -> list[Message]:
+    """The header blocks of a report part (the parser's, or parsed here from its text)."""
+    payload = part.get_payload()
+    if isinstance(payload, list):
+        return [block for block in payload[: MAX_REPORT_RECIPIENTS + 1] if isinstance(block, Message)]
+    if not isinstance(payload, str):
+        return []
+    text = payload[:MAX_REPORT_CHARS].replace("\r\n", "\n")
+    return [
+        HeaderParser(policy=email.policy.compat32).parsestr(chunk) for chunk in text.split("\n\n")[: MAX_REPORT_RECIPIENTS + 1]
+    ]
+
+
+def _report_value(block: Message, name: str) -> str:
+    value = block.get(name)
+    return " ".join(str(value).split())[:320] if value is not None else ""
+
+
+def _dsn_recipients(part: Message) -> list[BouncedRecipient]:
+    """The per-recipient blocks of a ``message/delivery-status`` part (the first
+    block is the message's own: Reporting-MTA …, and has no recipient)."""
+    found: list[BouncedRecipient] = []
+    for block in _blocks(part):
+        recipient = _report_value(block, "Final-Recipient") or _report_value(block, "Original-Recipient")
+        if not recipient:
+            continue
+        _, _, address = recipient.rpartition(";")  # "rfc822; ann@example.org"
+        address = address.strip().strip("<>").strip().lower()
+        if "@" not in address or not is_valid_address(address):
+            continue
+        status = _DSN_STATUS.match(_report_value(block, "Status"))
+        found.append(BouncedRecipient(address, _report_value(block, "Action").lower()[:16], status.group() if status else ""))
+    return found[:MAX_REPORT_RECIPIENTS]
+
+
+def _returned_ids(part: Message) -> list[str]:
+    """The Message-ID of the returned mail (a ``message/rfc822`` part, or its
+    headers as ``text/rfc822-headers``)."""
+    blocks = _blocks(part)
+    value = blocks[0].get("Message-ID") if blocks else None
+    return _MSGID.findall(str(value))[:1] if value is not None else []
 
 
 def _message_id(value: str, raw: bytes) -> str:
@@ -629,3 +713,9 @@ class Outgoing:
     @classmethod
     def of(cls, message: Message, sender: str) -> Outgoing:
         return cls(message, message_bytes(message), sender)
+
+    def delivered(self) -> bytes:
+        """The bytes as a Maildir holds them: with the ``Return-Path`` line a
+        delivering MTA writes (RFC 5321 4.4), the envelope sender a bounce or an
+        automatic answer goes to."""
+        return b"Return-Path: <" + _one_line(self.sender).encode("ascii", "replace") + b">\n" + self.data

@@ -20,6 +20,7 @@ from ..store import DigestEntry, Digests, Game, MoveRecord, Seat, User
 from ..store.repos import Ply
 from ..store.tournaments import Tournaments
 from .args import shortened
+from .bounces import silent_lines
 from .context import CommandError, Ctx, Mail
 
 RESIGN, FORFEIT = NOT_MOVES
@@ -405,6 +406,9 @@ async def send_board(
     seats = {s.user_id: s for s in game.seats}
     others: dict[bool, list[User]] = {True: [], False: []}
     done: set[int] = set()
+    silent = silent_lines([s.user for s in game.seats])
+    if silent:  # players the server cannot reach (their mail bounces: issue 43)
+        body = body.rstrip("\n") + "\n\n" + "\n".join(silent) + "\n"
     for user in users:
         if user.id in done:
             continue

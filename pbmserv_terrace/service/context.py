@@ -18,7 +18,8 @@ from typing import Protocol
 from ..config import Config
 from ..inbound import InboundMail
 from ..render import render
-from ..store import Game, UnitOfWork, User
+from ..store import Bounces, Game, UnitOfWork, User
+from .bounces import cleared_lines, working_addresses
 from .guards import GuardJournal, GuessGuard
 from .passwords import PasswordCache, needs_rehash
 from .replykeys import SECRET_NAME, board_version, key_address, make_key
@@ -132,8 +133,8 @@ class Ctx:
         this mail when it gave ``user``'s right password from one of ``user``'s
         addresses still waiting for its confirmation (the answer to a player's own
         mail goes to its From, as on pbmserv; issue 36).  Nothing else goes to an
-        unconfirmed address."""
-        found = list(user.addresses)
+        unconfirmed address, nor to one marked bouncing (:mod:`.bounces`)."""
+        found = working_addresses(user)
         if self.mail is not None and user.id in self.password_users:
             sender = self.mail.sender.lower()
             if sender in {a.lower() for a in user.pending_addresses} and sender not in {a.lower() for a in found}:
@@ -185,6 +186,7 @@ class Ctx:
         a verified key, the key's user needs no password."""
         self.user = userid.lower()
         if self.keyed_user is not None and self.keyed_user.userid == self.user:
+            await self.writes_again(self.keyed_user)
             return self.keyed_user
         guard = self.guard
         # wrong passwords count per (userid, sender), per sender and per userid
@@ -203,8 +205,24 @@ class Ctx:
             raise CommandError("the userid or the password is not correct")
         guard.succeeded(self.user, sender=sender)
         self.password_users.add(user.id)
+        await self.writes_again(user)
         if needs_rehash(user.password_hash):
             # an older hash (scrypt, or weaker argon2 parameters): replace it now that
             # the password is known; the cache entry of the old hash simply expires
             user.password_hash = await self.service.passwords.hash_async(password)
         return user
+
+    async def writes_again(self, user: User) -> None:
+        """``user`` proved who they are in this mail: if some of their addresses are
+        marked bouncing and the mail came from a confirmed address of theirs, the
+        marks go (issue 43: the player is reachable again) and they are told.  In
+        the command's transaction: an error that undoes the command keeps them."""
+        if not user.bouncing or self.mail is None or user.is_robot:
+            return
+        if self.mail.sender.lower() not in {a.lower() for a in user.addresses}:
+            return
+        marked = list(user.bouncing)
+        user.bouncing = []
+        events = await Bounces(self.uow.session).clear(marked, self.now)
+        self.reply(f"{self.server_name}: mail to you goes out again", "notice.txt",
+                   lines=cleared_lines(marked, events), comment=None)  # fmt: skip

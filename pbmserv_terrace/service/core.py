@@ -30,6 +30,8 @@ from ..store.repos import Users
 from . import authentic, confirmations, digests, keyed, robots, solitaire, timers, tournaments
 from .args import MissingArguments, missing_reason, notice
 from .boards import ROUTINE_ROUNDS
+from .bounces import BOUNCE_VERDICT, is_bounce
+from .bounces import record as record_bounce
 from .context import CommandError, Ctx, Mail
 from .guards import dummy_hash, guess_guard_for, throttle_for
 from .passwords import PasswordCache
@@ -56,7 +58,7 @@ class _Redo(Exception):
 @dataclass
 class HandleResult:
     status: str
-    """ok | error | ignored | duplicate | throttled | failed | deferred (not begun: shutting down)"""
+    """ok | error | ignored | bounce | duplicate | throttled | failed | deferred (not begun: shutting down)"""
     detail: str = ""
     replies: int = 0
     board: str = ""
@@ -220,6 +222,8 @@ class Service:
         each board command (a reply key names its board); None when it may touch
         anything else (it then runs alone, after every earlier mail and before
         every later one)."""
+        if is_bounce(mail, server_address):
+            return None  # a bounce may mark any player's address: it runs alone (bounces are rare)
         keys = {f"from:{mail.sender.lower()}"}
         key_text = keyed.key_text_of(mail, server_address) if server_address else None
         if key_text is not None:
@@ -375,6 +379,9 @@ class Service:
         checks: list[HandleResult | str] = []
         asked: list[int] = []
         for mail in mails:
+            if is_bounce(mail, self.config.server.address):
+                checks.append(BOUNCE_VERDICT)  # never answered, not throttled: counted in _handle_in
+                continue
             why = never_answer(mail, self.config.server.address)
             if why:
                 log.info("not answered: %s (from %r, %s)", why, mail.sender, mail.message_id)
@@ -421,6 +428,11 @@ class Service:
         """One mail's commands, replies and processed-id row in ``uow`` (not
         committed), and its context (whose password outcomes count once it is)."""
         ctx = self.context(uow, now, mail)
+        if verdict == BOUNCE_VERDICT:
+            counted = await record_bounce(uow, mail, self.config, now)
+            log.info("bounce %s from %r: %s", mail.message_id, mail.sender, counted)
+            uow.processed.record(mail.message_id, now, mail.sender, "bounce")
+            return HandleResult("bounce", counted[:300]), ctx
         if verdict != "ok":
             # Over the limit: one notice, then silence; nothing else happens.
             if verdict == "notice":

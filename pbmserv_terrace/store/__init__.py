@@ -1,5 +1,6 @@
 """Persistence: models, repositories, the Unit of Work, engines and migrations."""
 
+from .bounces import BounceEvent, Bounces
 from .confirmations import Confirmation, Confirmations
 from .counters import PasswordFailure, ThrottleMark, ThrottleNotice
 from .db import DEFAULT_DATABASE_URL, Database, normalise_url, utcnow
@@ -27,6 +28,8 @@ __all__ = [
     "DEFAULT_DATABASE_URL",
     "Base",
     "BoardCounter",
+    "BounceEvent",
+    "Bounces",
     "Confirmation",
     "Confirmations",
     "Database",

@@ -61,6 +61,9 @@ class User(Base):
     """addresses given at signup or by ``change address`` that have not answered
     their confirmation mail yet (migration 0008): they get no mail but that one;
     ``addresses`` holds only confirmed ones (issue 36)"""
+    bouncing: Mapped[list[str]] = mapped_column(default=list, server_default="[]")
+    """confirmed addresses marked bouncing (lower-case; migration 0012): they get
+    no mail until the player writes again (``service.bounces``)"""
     digest: Mapped[dict[str, Any] | None] = mapped_column(JSON, default=None)
     """``change digest`` (issue 40, migration 0011): ``{"times": ["08:00", ...],
     "zone": "Europe/Paris"}``; None = one mail per event, as pbmserv"""
@@ -85,6 +88,7 @@ class User(Base):
         self.signed_off = True
         self.addresses = []
         self.pending_addresses = []
+        self.bouncing = []
 
 
 class Game(Base):

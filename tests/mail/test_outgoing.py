@@ -174,7 +174,8 @@ def test_the_maildir_gets_the_bytes_and_smtp_the_same_with_crlf(tmp_path: Path) 
     finally:
         controller.stop()
     [written] = (tmp_path / "ann@x.test" / "new").iterdir()
-    assert written.read_bytes() == out.data
+    # as a delivering MTA writes it: the envelope sender as Return-Path, then the bytes
+    assert written.read_bytes() == out.delivered() == b"Return-Path: <pbm@srv.test>\n" + out.data
     assert [(f, r) for f, r, _ in received] == [("pbm@srv.test", ["ann@x.test"])] * 2
     assert received[0][2] == out.data.replace(b"\n", b"\r\n")
     assert received[0][2] == received[1][2]  # the same bytes either way
