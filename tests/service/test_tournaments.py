@@ -333,3 +333,28 @@ def test_board_mails_of_a_tournament_say_its_round(h):
     assert 'A game of tournament T1 "Duel", round 1 of 2' in shown
     replies = lose(h, board, "ben")
     assert set(games_of(round_mails(replies, 2))) == {("ben", "ann")}  # colours swapped in the second cycle
+
+
+def test_it_starts_by_itself_on_its_day_once_enough_have_joined(h):
+    from datetime import timedelta
+
+    from pbmserv_terrace.store import utcnow
+
+    day = (utcnow() + timedelta(days=2)).strftime("%Y-%m-%d")
+    h.signup("ann", "ben", "cat")
+    opened = h.send("ann", f"terrace tournament new ann pw-ann Dated -roundrobin --players=3-8 --start={day}")
+    assert f"It starts on {day} once 3 have joined" in opened[0].body
+    h.send("ann", "terrace tournament join 1 ann pw-ann")
+    h.send("ben", "terrace tournament join 1 ben pw-ben")
+    assert "did not start on its day: 2 of the 3" in run_timers(h, 3)[0].body  # too few: the organizer is told
+    h.send("cat", "terrace tournament join 1 cat pw-cat")
+    assert run_timers(h, 4) == [] and count_rows(h) == 0  # no longer dated: it waits for the organizer
+    h.send("ann", f"terrace tournament new ann pw-ann Dated two -roundrobin --players=2 --start={day}")
+    h.send("ann", "terrace tournament join 2 ann pw-ann")
+    h.send("cat", "terrace tournament join 2 cat pw-cat")
+    assert run_timers(h, 1) == []  # not yet its day
+    mails = run_timers(h, 3)
+    assert sorted(m.to for m in mails if m.subject == "Terrace tournament T2: round 1") == ["ann@players.test",
+                                                                                          "cat@players.test"]  # fmt: skip
+    assert "--start must be a day still to come" in h.send("ann", "terrace tournament new ann pw-ann X -swiss 3 "
+                                                                  "--start=2001-01-01")[0].body  # fmt: skip
