@@ -53,8 +53,8 @@ def test_the_return_path_is_the_server_address_tagged() -> None:
 
 # ------------------------------------------------------------------ the flow
 @pytest.fixture
-def h():
-    h = Harness()
+def h(db_url: str):  # SQLite, and PostgreSQL outside the fast tier
+    h = Harness(db_url)
     h.signup("ann", "ben")
     yield h
     h.close()
