@@ -11,6 +11,7 @@ from ..store import Game, User
 from .args import need, notice
 from .boards import position, seat_by_army, seat_of
 from .context import Ctx
+from .digests import describe
 from .spec import command
 
 ORDER = {name: i for i, name in enumerate(GAME_TYPES)}
@@ -67,12 +68,16 @@ async def status(ctx: Ctx, cmd: Command) -> None:
         "Your settings:",
         f"  Pictures in board mails:   {_on(user.pictures)}",
         f"  Vacation:                  {_on(user.vacation)}",
+        f"  Digest:                    {describe(user.digest)}",
+        "  Reminders:                 " + ("the board's nag time" if user.remind_hours is None else "off"
+                                           if user.remind_hours <= 0 else f"{user.remind_hours:g} hours before a forfeit"),
         f"  Mail when games end:       {ends}",
         f"  Challenges:                {'accepted' if user.accept_challenges else 'refused'}, {limit}"
         + (f"; seeking {user.seek} more" if user.seek else ""),
         f"  Comments on the web:       {'shown' if user.public_comments else 'hidden'}",
         f"  Addresses:                 {'; '.join(addresses) or 'none'}",
-        "  (change pictures, vacation, notify, accept/reject, limit, seek, change public, change address:",
+        "  (change pictures, vacation, notify, accept/reject, limit, seek, change public, change address,",
+        "  change digest, change remind:",
         "  mail 'help commands' for how)",
         "",
         "Ratings:",

@@ -271,3 +271,10 @@ def test_no_reminder_while_a_queued_move_answers(h):
 
     h.loop.run_until_complete(queue_for_ben())
     assert [r for r in timers_at(h, utcnow() + timedelta(days=7.5)) if "reminder" in r.subject and "101" in r.subject] == []
+
+
+def test_status_shows_the_digest_and_the_reminders(h):
+    h.send("ann", "change remind ann pw-ann 36")
+    text = mine(h.send("ann", "status ann pw-ann"), "ann").body
+    assert "Digest:                    daily at 08:00 (UTC)" in text
+    assert "Reminders:                 36 hours before a forfeit" in text
