@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from pbmserv_terrace.inbound import BouncedRecipient
-from pbmserv_terrace.mail.message import MAX_REPORT_RECIPIENTS, parse_message
+from pbmserv_terrace.mail.message import MAX_REPORT_BODY, MAX_REPORT_RECIPIENTS, parse_message
 
 BOUNCES = Path(__file__).parent.parent / "data" / "mail" / "bounces"
 ORIGINAL = "<176433960900.12345.aaaaaaaaaaaa@terrace.test>"
@@ -91,3 +91,21 @@ def test_odd_values_give_no_recipient() -> None:
     assert mail.report is not None
     assert mail.report.recipients == [BouncedRecipient("ok@players.test", "failed", "")]
     assert not mail.report.recipients[0].hard  # no 5.x.x status: not counted
+
+
+def test_a_report_body_is_cut_at_its_own_cap() -> None:
+    """Only MAX_REPORT_BODY of a report is parsed (the parser makes a message of
+    every status block): a status part that begins after it is not read."""
+    notice = "x" * 70 + "\r\n"
+    raw = (
+        "From: MAILER-DAEMON@mx.test\r\nTo: pbmserv@terrace.test\r\nSubject: x\r\nMIME-Version: 1.0\r\n"
+        'Content-Type: multipart/report; report-type=delivery-status; boundary="b"\r\n\r\n'
+        "--b\r\nContent-Type: text/plain\r\n\r\n" + notice * (MAX_REPORT_BODY // len(notice) + 10) + "--b\r\n"
+        "Content-Type: message/delivery-status\r\n\r\nReporting-MTA: dns; mx.test\r\n\r\n"
+        "Final-Recipient: rfc822; ann@players.test\r\nAction: failed\r\nStatus: 5.1.1\r\n\r\n--b--\r\n"
+    ).encode()
+    mail = parse_message(raw)
+    assert mail.report is not None and mail.report.recipients == []
+    # the same report with a short notice is read
+    short = raw.replace(notice.encode() * (MAX_REPORT_BODY // len(notice) + 10), notice.encode())
+    assert parse_message(short).report.recipients == [BouncedRecipient("ann@players.test", "failed", "5.1.1")]  # type: ignore[union-attr]
