@@ -14,9 +14,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from pbmserv_terrace.games.terrace import start_position  # noqa: E402
-from pbmserv_terrace.games.terrace.example import example_move  # noqa: E402
-from pbmserv_terrace.games.terrace.setups import VARIANTS  # noqa: E402
+from pbmserv_terrace.games.terrace import start_position
+from pbmserv_terrace.games.terrace.example import example_move
+from pbmserv_terrace.games.terrace.setups import VARIANTS
 
 
 def main() -> None:
