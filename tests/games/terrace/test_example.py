@@ -99,12 +99,13 @@ def test_the_example_plays_each_legal_move_at_most_once(monkeypatch):
             pos = pos.play(rng.choice(moves))
             positions.append(pos.copy())  # (fresh objects: no cached legal moves, no cached example)
     rules = board_rules("terrace")
-    plays = 0
+    plays = total = 0
     real_play = Position.play
 
     def counted(self: Position, move: object) -> Position:
-        nonlocal plays
+        nonlocal plays, total
         plays += 1
+        total += 1
         return real_play(self, move)  # type: ignore[arg-type]
 
     monkeypatch.setattr(Position, "play", counted)
@@ -113,6 +114,7 @@ def test_the_example_plays_each_legal_move_at_most_once(monkeypatch):
         plays = 0
         rules.example_move(pos)
         assert plays <= legal, f"{plays} plays for {legal} legal moves"
+    assert total >= len(positions)  # (the count sees the example's looks)
 
 
 def test_the_example_takes_no_piece_of_its_own_army_when_another_safe_move_exists():
