@@ -192,6 +192,18 @@ class Server:
             self.robots.want(result.robot_turns)  # committed: now the robots answer
         return result
 
+    async def web_play(self, key: str, move: str | None) -> dict[str, object]:
+        """The play pages' door (issue 39): :meth:`Service.web_play`, then, as after a
+        mail, the sender woken for its replies and the robots for their turns."""
+        if self.stopping.is_set():
+            raise RuntimeError("the server is stopping")
+        page = await self.service.web_play(key, move)
+        if page.outbox_ids:
+            self.wake_outbound.set()
+        if page.robot_turns:
+            self.robots.want(page.robot_turns)
+        return page.as_dict()
+
     def set_inbound_connected(self, up: bool) -> None:
         self.metrics.inbound(up)  # (/metrics, and /healthz's mailbox check)
 
@@ -362,7 +374,7 @@ class Server:
             else:
                 # in a process of its own (web/process.py): 200 web clients cannot hold up the mail
                 beside = serve_beside(self.db, sock, server_name=cfg.server.name, public_url=cfg.web.public_url,
-                                      address=cfg.server.address, stop=self.stopping)  # fmt: skip
+                                      address=cfg.server.address, stop=self.stopping, play=self.web_play)  # fmt: skip
                 task = asyncio.create_task(beside, name="web")
 
                 def web_stopped(t: asyncio.Task[None]) -> None:

@@ -148,3 +148,9 @@ def move_links_html(groups: MoveGroups, *, address: str, subject: str, heading: 
         .render(groups=linked, heading=heading, note=note, link_style=LINK_STYLE, ink=INK, muted=MUTED, rule=RULE)
     )
     return text.rstrip("\n") + "\n"
+
+
+def play_link_html(url: str, label: str) -> str:
+    """The play page's link (issue 39) under the move links of the board mail to
+    the player to move: ``label`` and the ``url`` (``/play/KEY`` on the archive)."""
+    return environment().get_template("play_link.html").render(url=url, label=label, link_style=LINK_STYLE, ink=INK).rstrip("\n") + "\n"

@@ -10,12 +10,12 @@ from dataclasses import dataclass, field
 from markupsafe import escape
 
 from ..commands import Command
-from ..gametypes import DEFAULT_GAME_TYPE, board_rules, game_title
+from ..gametypes import DEFAULT_GAME_TYPE, board_games, board_rules, game_title
 from ..gametypes.base import BoardPosition
 from ..gametypes.view import NOT_MOVES, BoardFacts, SeatFacts, player_state, position_after
 from ..gametypes.view import status_lines as view_status_lines
 from ..render import CommentView, GameView, PlayerView, move_table, render
-from ..render.html import board_html, move_links_html
+from ..render.html import board_html, move_links_html, play_link_html
 from ..store import DigestEntry, Digests, Game, MoveRecord, Seat, User
 from ..store.repos import Ply
 from ..store.tournaments import Tournaments
@@ -31,6 +31,9 @@ MOVES_MARK = "PBMSERVMOVELINKSMARK"
 MOVE_LINKS_HEADING = "Your move: tap one to answer"
 MOVE_LINKS_NOTE = "Each link opens a reply with the move in it; send it to play. \u00d7 marks a capture."
 ROUTINE_ROUNDS = 5
+PLAY_LINE = "Play your move on the web:"
+"""introduces the play page's link (issue 39) in the board mail to the player to move"""
+BOARD_GAME_TYPES = frozenset(board_games())
 _BOARD_REF = re.compile(r"^(\d{1,9})(?:#(\d{1,6}))?$")
 
 
@@ -324,14 +327,26 @@ def move_links(game: Game, seat: Seat, address: str, subject: str) -> str:
     player, whose reply-key address is ``address``: every legal move, grouped by
     piece, each a ``mailto:`` link whose body is the move; '' unless it is that
     player's turn to move (and not to answer a draw or undo request first)."""
-    if game.status != "active" or not seat.active:
+    if not may_move(game, seat):
         return ""
-    pos = position(game)
-    votes = game.draw_votes or game.undo_votes
-    if pos.to_move != seat.seat or (votes and seat.seat not in votes):
-        return ""
-    choices = board_rules(game.game_type).move_choices(pos)
+    choices = board_rules(game.game_type).move_choices(position(game))
     return move_links_html(choices, address=address, subject=subject, heading=MOVE_LINKS_HEADING, note=MOVE_LINKS_NOTE)
+
+
+def may_move(game: Game, seat: Seat) -> bool:
+    """It is ``seat``'s turn to move on ``game`` (and not to answer a draw or undo
+    request first): its board mail offers the move links and the play page."""
+    if game.status != "active" or not seat.active:
+        return False
+    votes = game.draw_votes or game.undo_votes
+    return position(game).to_move == seat.seat and not (votes and seat.seat not in votes)
+
+
+def play_url(ctx: Ctx, key: str) -> str:
+    """The play page of a board mail's reply ``key`` (issue 39: the same key, scope
+    and expiry as a Reply), or '' when the server links no web archive."""
+    url = ctx.config.web.link_base
+    return f"{url}/play/{key}" if url else ""
 
 
 def queue_example(game: Game, pos: BoardPosition, army: int) -> str:
@@ -425,10 +440,14 @@ async def send_board(
             continue
         reply_to, key = await ctx.board_reply_address(game, user)
         hint = reply_hint(game, seat)
-        text = body.rstrip("\n") + "\n\n" + hint + "\n"
+        # the play page (issue 39): the same key, for the player to move (the hint stays the last line)
+        play = play_url(ctx, key) if game.game_type in BOARD_GAME_TYPES and may_move(game, seat) else ""
+        text = body.rstrip("\n") + "\n\n" + (f"{PLAY_LINE} {play}\n" if play else "") + hint + "\n"
         mail = Mail(list(dict.fromkeys(addresses)), subject, text, reply_to=reply_to, reply_key=key)
         if picture is not None and user.pictures:
             links = move_links(game, seat, reply_to, subject)
+            if play:
+                links += play_link_html(play, PLAY_LINE)
             mail.html, mail.picture = picture.html(hint, links), picture.spec()
         ctx.out.append(mail)
     ctx.send(others[False], subject, body)

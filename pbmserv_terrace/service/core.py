@@ -27,7 +27,7 @@ from ..inbound import InboundMail, is_valid_address, never_answer
 from ..store import Confirmations, Database, Digests, MailUndo, UnitOfWork, utcnow
 from ..store.models import DELETED_HASH_PREFIX
 from ..store.repos import Users
-from . import authentic, confirmations, digests, keyed, robots, solitaire, timers, tournaments
+from . import authentic, confirmations, digests, keyed, robots, solitaire, timers, tournaments, webplay
 from .args import MissingArguments, missing_reason, notice
 from .boards import ROUTINE_ROUNDS
 from .bounces import BOUNCE_VERDICT, is_bounce
@@ -39,6 +39,7 @@ from .registry import Registry, build_registry
 from .replies import error_mail, merge_for_sender, queue_replies
 from .replykeys import SECRET_NAME
 from .robots import HintTurn, RobotTurn
+from .webplay import WebPlay
 
 log = logging.getLogger("pbmserv.service")
 PREWARM_PER_MAIL = 4
@@ -585,6 +586,50 @@ class Service:
             command=f"{turn.game_type} hint answer", ms=(time.perf_counter() - started) * 1000, outbox_ids=queued,
         )  # fmt: skip
 
+    async def web_play(self, key_text: str, move_text: str | None = None, *, now: datetime | None = None) -> WebPlay:
+        """The play page's one door (issue 39 part 2): with ``move_text`` None, what
+        the page of reply key ``key_text`` shows (nothing changes); with a move, that
+        move played as a keyed Reply's move is: the key's checks (MAC for the user's
+        current key generation, the board, the seat), the board version it names,
+        then the ``move`` handler as the key's user (``MOVE#ply``), its replies to
+        every player and watcher queued, all in one transaction.  A key whose move
+        was played already (the same post twice) finds the board a version on and
+        changes nothing (``used``); so does one the board has left (``stale``)."""
+        now = now or utcnow()
+        try:
+            return await self._web_play(key_text, move_text, now)
+        except IntegrityError:
+            # the same ply was played meanwhile (another worker, a Reply): look again
+            return await self._web_play(key_text, move_text, now)
+
+    async def _web_play(self, key_text: str, move_text: str | None, now: datetime) -> WebPlay:
+        async with UnitOfWork(self.db) as uow:
+            ctx = self.context(uow, now)
+            try:
+                key, user = await keyed.key_user(ctx, key_text)
+                game, seat = await keyed.key_board(ctx, key, user, lock=move_text is not None)
+            except CommandError as exc:
+                return webplay.refused(exc)
+            page = await webplay.board_state(ctx, key, user, game, seat)
+            if page.status != "ready" or move_text is None:
+                return page
+            robots.watch_games(uow.session)
+            ctx.keyed_user = user
+            words = [str(game.board_number), user.userid, "-", f"{move_text}#{game.ply + 1}"]
+            cmd = Command(verb="move", game_type=game.game_type, words=words, text=f"move {move_text}")
+            error = await self._run(ctx, cmd, alone=True)
+            if error is not None:
+                page.status, page.message = "illegal", f"{move_text[:40]} was not played: {error}."
+                return page
+            last = await uow.moves.last_plies(game.id, 1)
+            page = webplay.played(ctx, page, game, last[0].move if last else move_text)
+            page.outbox_ids = self.queue_replies(ctx, now)
+            page.robot_turns = await self._robot_turns_in(uow)
+            await uow.commit()
+        log.info("board=%s user=%s command=%s play page: played %s replies=%d",
+                 page.board, page.userid, page.game_type, page.move, len(page.outbox_ids))  # fmt: skip
+        return page
+
     async def _run(self, ctx: Ctx, cmd: Command, *, alone: bool = False) -> str | None:
         fn = self.registry.handler(cmd)
         if fn is None:
@@ -633,4 +678,4 @@ class Service:
             ctx.out.append(reply)
 
 
-__all__ = ["CommandError", "HandleResult", "Mail", "Service"]
+__all__ = ["CommandError", "HandleResult", "Mail", "Service", "WebPlay"]

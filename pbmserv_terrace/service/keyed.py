@@ -26,7 +26,7 @@ from ..commands.table import commands_of
 from ..gametypes import GAME_TYPES, board_games, game_title, move_example
 from ..inbound import InboundMail
 from ..render import render
-from ..store import Digests, Game, User
+from ..store import Digests, Game, Seat, User
 from . import digests
 from .boards import game_view, reply_hint, seat_of, subject_for, web_line
 from .context import CommandError, Ctx, Mail
@@ -102,9 +102,9 @@ def _error(key: ReplyKey, reason: str) -> CommandError:
     return CommandError(reason, reply_usage(key.game_type), board=key.board, game_type=key.game_type)
 
 
-async def resolve(ctx: Ctx, mail: InboundMail, key_text: str, *, subject_has_command: bool) -> KeyedReply:
-    if is_digest_key(key_text):
-        return await _resolve_digest(ctx, mail, key_text)
+async def key_user(ctx: Ctx, key_text: str) -> tuple[ReplyKey, User]:
+    """The key's fields and its user, when its MAC verifies for the user's current
+    key generation; a CommandError (one sentence) when it does not."""
     key = decode_key(key_text)
     if key is None:
         raise CommandError("this reply address is not one the server made", reply_usage(None))
@@ -116,19 +116,33 @@ async def resolve(ctx: Ctx, mail: InboundMail, key_text: str, *, subject_has_com
             f"cancels older ones): reply to a newer board mail, or mail '{key.game_type} show {key.board}' for a fresh one",
         )
     ctx.user = user.userid
-    # a key mailed to an address still waiting for its confirmation (the answer to
-    # the player's own mail with the right password goes to its From) works from
-    # there too, and its answers go back there, as a password's would
-    if mail.sender.lower() not in {a.lower() for a in (*user.addresses, *user.pending_addresses)}:
-        raise _error(key, f"this reply address belongs to {user.userid}; it cannot be used from {mail.sender[:80]}")
-    ctx.password_users.add(user.id)
-    game = await ctx.uow.games.get(key.game_type, key.board, lock=True)
+    return key, user
+
+
+async def key_board(ctx: Ctx, key: ReplyKey, user: User, *, lock: bool = True) -> tuple[Game, Seat]:
+    """The key's board (locked with ``lock``) and its user's seat there; a
+    CommandError when the board is gone or the user no longer plays in it."""
+    game = await ctx.uow.games.get(key.game_type, key.board, lock=lock)
     if game is None:
         raise _error(key, f"there is no {game_title(key.game_type)} board {key.board} any more")
     ctx.board = str(game.board_number)
     seat = seat_of(game, user)
     if seat is None:
         raise _error(key, f"{user.userid} no longer plays on board {game.board_number}")
+    return game, seat
+
+
+async def resolve(ctx: Ctx, mail: InboundMail, key_text: str, *, subject_has_command: bool) -> KeyedReply:
+    if is_digest_key(key_text):
+        return await _resolve_digest(ctx, mail, key_text)
+    key, user = await key_user(ctx, key_text)
+    # a key mailed to an address still waiting for its confirmation (the answer to
+    # the player's own mail with the right password goes to its From) works from
+    # there too, and its answers go back there, as a password's would
+    if mail.sender.lower() not in {a.lower() for a in (*user.addresses, *user.pending_addresses)}:
+        raise _error(key, f"this reply address belongs to {user.userid}; it cannot be used from {mail.sender[:80]}")
+    ctx.password_users.add(user.id)
+    game, _seat = await key_board(ctx, key, user)
     kind = GAME_TYPES[game.game_type]
     if kind.family == "solitaire":
         return await _solitaire(ctx, mail, key, game, user, subject_has_command=subject_has_command)

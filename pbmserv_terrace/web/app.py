@@ -28,6 +28,8 @@ Modules: :mod:`.site` (what handlers share) ← :mod:`.pages`, :mod:`.feeds` (ha
     /standings                          every game type: Elo tables, the top of each solitaire's ranking
     /standings/{type}                   one game type (a solitaire: all players and the latest shared deals)
     /help                               the help texts the server mails, with the server's address
+    /play/{KEY}                         a board mail's reply key: the board and its moves; a move POSTed
+                                        goes to serve (the play door), never written here (web/play.py)
     /healthz, /static/…
 """
 
@@ -51,6 +53,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..gametypes import GAME_TYPES
 from ..store import Database
+from .play import PlayDesk, PlayDoor
 from .routes import routes
 from .site import Site, site_of
 
@@ -225,9 +228,12 @@ class ArchiveApp(Starlette):
     middleware (whose ServerErrorMiddleware answers an exception with our 500 page, then
     raises it again: :class:`Outermost` logs it once)."""
 
-    def __init__(self, db: Database, server_name: str, public_url: str, address: str = "") -> None:
+    def __init__(
+        self, db: Database, server_name: str, public_url: str, address: str = "", play: PlayDesk | None = None
+    ) -> None:
         super().__init__(routes=routes(), exception_handlers={HTTPException: not_found, 404: not_found, Exception: not_found})
         self.state.site = Site(db, server_name, public_url, address)
+        self.state.play = play or PlayDesk(None, public_url=public_url)
         self.errors = ErrorLog()
         self.gate: Gate | None = None
 
@@ -236,12 +242,22 @@ class ArchiveApp(Starlette):
         return Outermost(self.gate, self.errors)
 
 
-def create_app(db: Database, *, server_name: str, public_url: str = "", address: str = "") -> ArchiveApp:
+def create_app(
+    db: Database,
+    *,
+    server_name: str,
+    public_url: str = "",
+    address: str = "",
+    play: PlayDoor | None = None,
+    play_secret: bytes | None = None,
+) -> ArchiveApp:
     """The archive app over ``db`` (already migrated).  ``public_url`` (e.g. the site's
     https root) makes feed ids and links absolute and stable behind a proxy; ``address``
     is the server's own mail address (``[server] address``), which the front page and
-    the help show as a ``mailto:`` link (the one address the archive ever shows)."""
-    return ArchiveApp(db, server_name, public_url, address)
+    the help show as a ``mailto:`` link (the one address the archive ever shows).
+    ``play``: the door the play pages hand moves to (``serve``'s; None: the pages say
+    to reply instead), ``play_secret`` the key of their forms' tokens (random if None)."""
+    return ArchiveApp(db, server_name, public_url, address, PlayDesk(play, play_secret, public_url))
 
 
 class _EmbeddedServer(uvicorn.Server):

@@ -13,7 +13,7 @@ from pathlib import Path
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from . import feeds, pages
+from . import feeds, pages, play
 from .tournaments import tournament_feed, tournament_list, tournament_page
 
 STATIC_DIR = Path(__file__).resolve().parent / "static"
@@ -39,5 +39,7 @@ def routes() -> list[BaseRoute]:
         Route("/tournaments", tournament_list),
         Route("/tournaments/{number:int}", tournament_page),
         Route("/tournaments/{number:int}/feed.atom", tournament_feed),
+        # the play page (issue 39): every method reaches it, so a wrong one gets its no-referrer 405
+        Route("/play/{key}", play.play, methods=["GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"]),
         Mount("/static", app=StaticFiles(directory=str(STATIC_DIR)), name="static"),
     ]
