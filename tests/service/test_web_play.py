@@ -158,3 +158,11 @@ def test_a_password_change_cancels_the_link(h: Harness) -> None:
     h.send("ann", "change keys ann pw-ann")
     page = web(h, key)
     assert page.status == "invalid" and "no longer valid" in page.message
+
+
+def test_a_solitaire_has_no_play_link_and_its_key_gets_a_play_by_reply_page(h: Harness) -> None:
+    [deal] = h.send("ann", "patience new ann pw-ann")
+    assert "/play/" not in deal.body and "/play/" not in deal.html
+    key = re.search(r"\+([a-z2-7]{31})@", deal.headers["reply-to"]).group(1)  # type: ignore[union-attr]
+    page = web(h, key, "w-t2")
+    assert page.status == "solitaire" and "played by Reply" in page.message and page.outbox_ids == []
