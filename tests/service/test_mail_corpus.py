@@ -38,7 +38,7 @@ EXPECT: dict[str, tuple[str, list[str], list[str], list[str]]] = {
     ),
     "07-forwarded.eml": ("ok", [BEN], ["Summary of Terrace Board 101"], ["Forwarded message"]),
     "08-vacation-auto-reply.eml": ("ignored", [], [], []),
-    "09-bounce-dsn.eml": ("ignored", [], [], []),
+    "09-bounce-dsn.eml": ("bounce", [], [], []),  # counted (here: names no reply of ours), never answered
     "10-html-only.eml": ("ok", ["cat@players.test"], ["101    terrace"], []),
     "11-windows-1252-chat.eml": ("ok", [ANN, BEN], ["Chat on Terrace Board 101 from ann", "It’s your move – no hurry."], []),
     "12-encoded-subject.eml": ("ok", ["dan@players.test"], ["Your first game, step by step"], []),
