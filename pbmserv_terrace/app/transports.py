@@ -92,16 +92,12 @@ class MailIn(Protocol):
         ...
 
 
-class EmbeddedIn:
-    """The embedded default: an SMTP listener on loopback (``pbmserv-terrace send``)."""
+class ListenerIn:
+    """What a transport whose listener answers its clients by itself shares (the
+    embedded SMTP listener, LMTP): ``listener`` hands each mail to ``sink.take``."""
 
-    kind = "embedded-smtp"
-    files_failed = False
-
-    def __init__(self, sink: Sink) -> None:
-        self.sink = sink
-        cfg = sink.config.embedded
-        self.listener = SmtpListener(cfg.listen_host, cfg.listen_port, sink.take)
+    sink: Sink
+    listener: SmtpListener
 
     async def start(self) -> None:
         await self.listener.start()
@@ -118,6 +114,18 @@ class EmbeddedIn:
 
     def overdue(self) -> None:
         self.listener.overdue()
+
+
+class EmbeddedIn(ListenerIn):
+    """The embedded default: an SMTP listener on loopback (``pbmserv-terrace send``)."""
+
+    kind = "embedded-smtp"
+    files_failed = False
+
+    def __init__(self, sink: Sink) -> None:
+        self.sink = sink
+        cfg = sink.config.embedded
+        self.listener = SmtpListener(cfg.listen_host, cfg.listen_port, sink.take)
 
     def describe(self, web: str) -> str:
         cfg = self.sink.config
@@ -129,34 +137,19 @@ class EmbeddedIn:
         )
 
 
-class LmtpIn:
+class LmtpIn(ListenerIn):
     """LMTP from the local MTA (Postfix's ``lmtp`` client) on a UNIX socket or a TCP
     port: each mail is answered 250 per recipient after its commit, 451 when it could
     not be handled (the MTA keeps it and tries again)."""
 
     kind = "lmtp"
     files_failed = False
+    listener: LmtpListener
 
     def __init__(self, sink: Sink) -> None:
         self.sink = sink
         cfg = sink.config.lmtp
         self.listener = LmtpListener(cfg.listen, sink.take, socket_mode=cfg.mode, socket_group=cfg.socket_group)
-
-    async def start(self) -> None:
-        await self.listener.start()
-        self.sink.set_inbound_connected(True)
-
-    async def run(self) -> None:
-        await self.sink.stopping.wait()  # (the listener answers on its own)
-
-    async def stop(self) -> None:
-        await self.listener.stop()
-
-    def receiving(self) -> int:
-        return self.listener.receiving()
-
-    def overdue(self) -> None:
-        self.listener.overdue()
 
     def describe(self, web: str) -> str:
         cfg = self.sink.config
