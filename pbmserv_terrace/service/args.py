@@ -132,3 +132,18 @@ def shortened(ctx: Ctx, text: str, limit: int = MAX_TEXT) -> str:
 
 def notice(ctx: Ctx, subject: str, *lines: str) -> None:
     ctx.reply(subject, "notice.txt", lines=list(lines), comment=None)
+
+
+TIMER_OPTIONS = ("nagtime", "forfeittime", "totaltime")
+"""pbmserv's timer options of a board (``--nagtime=DAYS`` ...), on challenge and tournament"""
+
+
+def timer_days(key: str, value: str) -> float:
+    """The days of timer option ``--KEY=VALUE`` (0 < days <= 365), or the player's error."""
+    try:
+        days = float(value)
+    except ValueError:
+        raise CommandError(f"--{key} needs a number of days, e.g. --{key}=5") from None
+    if not 0 < days <= 365:
+        raise CommandError(f"--{key} must be between 0 and 365 days")
+    return days

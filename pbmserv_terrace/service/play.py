@@ -12,7 +12,7 @@ from ..gametypes import DEFAULT_GAME_TYPE, board_rules, game_title
 from ..render import CommentView
 from ..store import Game, Seat, Subscription, User
 from . import confirmations
-from .args import check_userid, joined_move, need, notice, shortened
+from .args import TIMER_OPTIONS, check_userid, joined_move, need, notice, shortened, timer_days
 from .boards import (
     FORFEIT,
     RESIGN,
@@ -40,7 +40,6 @@ from .plies import (
 from .robots import check_robot_games
 from .spec import command
 
-TIMER_OPTIONS = ("nagtime", "forfeittime", "totaltime")
 MAX_QUEUE = 10
 
 
@@ -114,13 +113,7 @@ async def _challenge_checks(ctx: Ctx, cmd: Command, words: list[str]) -> tuple[s
     for key, value in cmd.options.items():
         if key not in TIMER_OPTIONS:
             raise CommandError(f"unknown option --{key[:30]}; the options are --nagtime, --forfeittime, --totaltime")
-        try:
-            days = float(value)
-        except ValueError:
-            raise CommandError(f"--{key} needs a number of days, e.g. --{key}=5") from None
-        if not 0 < days <= 365:
-            raise CommandError(f"--{key} must be between 0 and 365 days")
-        options[key] = days
+        options[key] = timer_days(key, value)
     nag = options.get("nagtime", ctx.config.timers.nagtime)
     if options.get("forfeittime", max(ctx.config.timers.forfeittime, nag)) < nag:
         raise CommandError("--forfeittime must not be shorter than --nagtime")

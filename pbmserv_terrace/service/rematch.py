@@ -14,10 +14,10 @@ from __future__ import annotations
 from ..commands import Command
 from ..gametypes import board_rules
 from ..store import Game, User
-from .args import need
+from .args import TIMER_OPTIONS, need
 from .boards import board_error, load_game, require_player
 from .context import Ctx
-from .play import TIMER_OPTIONS, challenge
+from .play import challenge
 from .spec import command
 
 MOST_NAMED = 3

@@ -44,13 +44,12 @@ from ..tournament import (
     standings,
     swiss_pairings,
 )
-from .args import notice
+from .args import TIMER_OPTIONS, notice, timer_days
 from .boards import FORFEIT, mail_game, position, seat_of
 from .context import CommandError, Ctx
 from .plies import ENDED_IN_TOURNAMENTS, after_ply, first_round_removal, resign_seat, schedule
 from .spec import command
 
-TIMER_OPTIONS = ("nagtime", "forfeittime", "totaltime")
 MOST_PLAYERS = 256
 MOST_SWISS_ROUNDS = 20
 MOST_OPEN_PER_ORGANIZER = 5
@@ -162,13 +161,7 @@ async def _new(ctx: Ctx, cmd: Command, game_type: str, words: list[str]) -> None
     start_at: datetime | None = None
     for key, value in cmd.options.items():
         if key in TIMER_OPTIONS:
-            try:
-                days = float(value)
-            except ValueError:
-                raise CommandError(f"--{key} needs a number of days, e.g. --{key}=5") from None
-            if not 0 < days <= 365:
-                raise CommandError(f"--{key} must be between 0 and 365 days")
-            options[key] = days
+            options[key] = timer_days(key, value)
         elif key == "players":
             m = _PLAYERS.match(value)
             if not m:
