@@ -44,7 +44,7 @@ PR_SET_PDEATHSIG = 1
 FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 JOURNAL_FORMAT = "%(levelname)s %(name)s: %(message)s"
 """the journal keeps each line's time itself"""
-QUIET = ("mail.log", "alembic.runtime.migration", "aioimaplib.aioimaplib")
+QUIET = ("mail.log", "alembic.runtime.migration", "alembic.runtime.plugins", "aioimaplib.aioimaplib")
 """libraries whose INFO lines say nothing an operator needs"""
 LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING, "error": logging.ERROR,
           "critical": logging.CRITICAL}  # fmt: skip
