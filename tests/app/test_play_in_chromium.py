@@ -71,9 +71,10 @@ def send_from_link(players: Players, name: str, msg: Message, move: str) -> None
 @pytest.mark.slow
 def test_a_game_by_the_play_page_and_by_move_links(serve_factory, relay, players: Players, db_url: str, tmp_path: Path):
     from selenium import webdriver
-    from selenium.common.exceptions import StaleElementReferenceException
+    from selenium.common.exceptions import StaleElementReferenceException, WebDriverException
     from selenium.webdriver.chrome.service import Service as DriverService
     from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions
     from selenium.webdriver.support.ui import WebDriverWait
 
     port = free_port()
@@ -100,6 +101,9 @@ def test_a_game_by_the_play_page_and_by_move_links(serve_factory, relay, players
         )
         # (a page that is being replaced by the next one leaves stale elements: look again)
         wait = WebDriverWait(driver, 30, ignored_exceptions=(StaleElementReferenceException,))
+        # after a form is sent the old page goes and the new one comes: a look in between
+        # may meet either, or neither ("Node with given id does not belong to the document")
+        arriving = WebDriverWait(driver, 30, ignored_exceptions=(WebDriverException,))
         for ply, move in enumerate(GAME, start=1):
             if ply % 2 == 1:  # ann, by the play page of her newest board mail
                 url = play_link(last["ann"])
@@ -121,7 +125,8 @@ def test_a_game_by_the_play_page_and_by_move_links(serve_factory, relay, players
                 assert width <= NARROW, f"the play page scrolls sideways at {NARROW} px ({width})"
                 started = time.perf_counter()
                 go.click()
-                wait.until(lambda d: "is played on board" in d.find_element(By.ID, "says").text)
+                arriving.until(expected_conditions.staleness_of(go))
+                arriving.until(lambda d: "is played on board" in d.find_element(By.ID, "says").text)
                 figures.append(("move", len(driver.page_source.encode()), time.perf_counter() - started))
                 assert "Board mails went to ann and ben." in driver.find_element(By.ID, "mailed").text
                 errors = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
