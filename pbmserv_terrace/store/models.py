@@ -72,6 +72,16 @@ class User(Base):
     remind_hours: Mapped[float | None] = mapped_column(Float, default=None)
     """``change remind``: a reminder when less than this many hours are left before
     a forfeit; None = the board's nag settings, 0 = no reminders"""
+    vacation_since: Mapped[datetime | None] = mapped_column(default=None)
+    """when the running vacation began (migration 0013); None when not on vacation"""
+    vacation_until: Mapped[datetime | None] = mapped_column(default=None)
+    """when the running vacation ends by itself (``vacation U P on DAYS``); None = at
+    ``vacation off`` or when the year's allowance is used up"""
+    vacation_year: Mapped[int | None] = mapped_column(Integer, default=None)
+    """the calendar year ``vacation_used_seconds`` counts for"""
+    vacation_used_seconds: Mapped[float] = mapped_column(Float, default=0.0, server_default="0")
+    """vacation time used in ``vacation_year`` (ended vacations; the running one is
+    counted from ``vacation_since``)"""
 
     @property
     def is_robot(self) -> bool:
@@ -127,6 +137,9 @@ class Game(Base):
     last_move_at: Mapped[datetime]
     deadline_at: Mapped[datetime | None] = mapped_column(default=None)
     """next time the scheduler must look at this game (nag or forfeit)"""
+    clock_from: Mapped[datetime | None] = mapped_column(default=None)
+    """since when the clock of the player to move runs (migration 0013): the last ply,
+    or the end of that player's vacation; None = ``last_move_at``"""
     finished_at: Mapped[datetime | None] = mapped_column(default=None)
     tournament_id: Mapped[int | None] = mapped_column(ForeignKey("tournaments.id"), default=None)
     """the tournament this board is a game of (issue 41, migration 0010; its round is in
@@ -159,6 +172,12 @@ class Seat(Base):
     clock_seconds: Mapped[float] = mapped_column(Float, default=0.0)
     """thinking time used so far (for --totaltime)"""
     nagged_at: Mapped[datetime | None] = mapped_column(default=None)
+    turn_seconds: Mapped[float] = mapped_column(Float, default=0.0, server_default="0")
+    """time charged in the current turn before ``Game.clock_from`` (migration 0013)"""
+    bank_seconds: Mapped[float | None] = mapped_column(Float, default=None)
+    """time left in the bank of a ``--clock`` board; None without a bank clock"""
+    flagged_at: Mapped[datetime | None] = mapped_column(default=None)
+    """when this seat's bank ran out on its turn (the opponent may ``claim``)"""
 
     game: Mapped[Game] = relationship(back_populates="seats")
     user: Mapped[User] = relationship(lazy="joined")
