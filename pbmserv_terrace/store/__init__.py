@@ -1,5 +1,6 @@
 """Persistence: models, repositories, the Unit of Work, engines and migrations."""
 
+from .analyses import Analyses, Analysis
 from .bounces import BounceEvent, Bounces
 from .confirmations import Confirmation, Confirmations
 from .counters import PasswordFailure, ThrottleMark, ThrottleNotice
@@ -26,6 +27,8 @@ from .uow import MailUndo, UnitOfWork
 
 __all__ = [
     "DEFAULT_DATABASE_URL",
+    "Analyses",
+    "Analysis",
     "Base",
     "BoardCounter",
     "BounceEvent",
