@@ -26,6 +26,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, TypeVar, cast
 
+from .review import GameReview
+
 Family = Literal["board", "solitaire"]
 
 
@@ -154,6 +156,19 @@ class BoardRules(Protocol[P, M]):
         ...
 
     def robot_accepts_draw(self, pos: P, army: int, level: int, ply: int) -> bool: ...
+
+    def can_review(self, players: int) -> bool:
+        """Whether a finished game that ``players`` began can be reviewed
+        (:meth:`review`; issue 42): a game without a reviewing engine says False."""
+        ...
+
+    def review(self, start: str, moves: Sequence[str], nodes: int) -> GameReview | None:
+        """The engine's review of the game played from the position string ``start``
+        by the recorded move texts ``moves`` (its moves only: no resignation),
+        searching ``nodes`` per position; None when it cannot review it.  Strings in,
+        a plain value out: it runs in a worker process, deterministic for its
+        arguments."""
+        ...
 
     @property
     def picture_width(self) -> int:

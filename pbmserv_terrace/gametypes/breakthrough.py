@@ -46,6 +46,7 @@ from ..games.breakthrough import (
 from ..games.breakthrough.picture import FILL, SIZE
 from ..games.breakthrough.robot import example_move as safe_example
 from .base import BoardRules, Outcome
+from .review import GameReview
 
 COLOUR_NAMES = {WHITE: "white", BLACK: "black"}
 """the pawns' colours in words, for the board mail's list of players"""
@@ -140,6 +141,12 @@ class BreakthroughRules:
     def robot_accepts_draw(self, pos: Position, army: int, level: int, ply: int) -> bool:
         """Only when the robot's own search says it stands clearly worse."""
         return accepts_draw(pos, army, level, ply)
+
+    def can_review(self, players: int) -> bool:
+        return False  # no reviewing engine (issue 42 reviews Terrace)
+
+    def review(self, start: str, moves: Sequence[str], nodes: int) -> GameReview | None:
+        return None
 
     def help_values(self) -> dict[str, object]:
         return {"n": self.size, "board": board_text(self.start(self.two_player_setups[0]))}

@@ -23,11 +23,13 @@ from ..games.terrace import (
     variant_for_players,
 )
 from ..games.terrace.engine import accepts_draw, choose_move, describe
+from ..games.terrace.engine.review import CLIP, review_game
 from ..games.terrace.example import example_move
 from ..games.terrace.perft import perft
 from ..games.terrace.picture import ARMY_COLOUR_NAME, ARMY_FILL, WIDTH, mail_png, page_svg, picture_alt
 from ..games.terrace.pieces import KINDS, piece_text
 from .base import BoardRules, Outcome
+from .review import GameReview, ReviewMistake
 
 TWO_PLAYER_SETUPS = ("long", "medium", "short", "master")
 
@@ -168,6 +170,31 @@ class TerraceRules:
         """Whether the robot playing ``army`` accepts a draw offer: only when its own
         search says it stands worse."""
         return accepts_draw(pos, army, level=level, ply=ply)
+
+    def can_review(self, players: int) -> bool:
+        return players == 2  # the engine's review is for two armies
+
+    def review(self, start: str, moves: Sequence[str], nodes: int) -> GameReview | None:
+        """The engine's review (:func:`..games.terrace.engine.review.review_game`)
+        with its moves written as the players write them."""
+        pos = self.load(start)
+        if len(pos.armies()) != 2:
+            return None
+        played: list[Move] = []
+        before: list[Position] = []
+        for text in moves:
+            move = parse_move(pos, text)
+            before.append(pos)
+            played.append(move)
+            pos = pos.play(move)
+        result = review_game(self.load(start), played, nodes)
+        mistakes = tuple(
+            ReviewMistake(m.ply, m.army, format_move(before[m.ply - 1], m.played), format_move(before[m.ply - 1], m.better),
+                          m.swing, m.reason)
+            for army in sorted(result.mistakes)
+            for m in result.mistakes[army]
+        )
+        return GameReview(result.evaluations, mistakes, result.turning_point, CLIP, nodes)
 
 
 if TYPE_CHECKING:  # mypy checks the adapter against the protocol, over the game's own types

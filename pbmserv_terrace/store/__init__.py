@@ -22,6 +22,7 @@ from .models import (
     User,
 )
 from .queue import InboundQueue, QueuedMail, QueueListener
+from .reviews import ReviewRecord, Reviews
 from .tournaments import Tournament, TournamentEntrant, TournamentGame, Tournaments
 from .uow import MailUndo, UnitOfWork
 
@@ -51,6 +52,8 @@ __all__ = [
     "QueueListener",
     "QueuedMail",
     "Rating",
+    "ReviewRecord",
+    "Reviews",
     "Seat",
     "ServerSecret",
     "Subscription",

@@ -82,6 +82,8 @@ class User(Base):
     vacation_used_seconds: Mapped[float] = mapped_column(Float, default=0.0, server_default="0")
     """vacation time used in ``vacation_year`` (ended vacations; the running one is
     counted from ``vacation_since``)"""
+    review: Mapped[bool] = mapped_column(Boolean, default=True, server_default=true())
+    """``change review``: a review mail after each finished game (migration 0014)"""
 
     @property
     def is_robot(self) -> bool:
