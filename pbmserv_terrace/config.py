@@ -211,6 +211,9 @@ class TimerConfig:
     """days without a move before a nag"""
     forfeittime: float = 21.0
     """days without a move before a forfeit"""
+    vacation_days: float = 30.0
+    """vacation days each player has a calendar year (issue 40 item 4): a vacation
+    stops the clocks of all the player's boards"""
 
 
 DEFAULT_WEB_LISTEN = "127.0.0.1:8080"
@@ -566,6 +569,8 @@ def _validate(cfg: Config, problems: list[str]) -> None:
         problems.append(f"embedded.listen_port: {cfg.embedded.listen_port} is not a port number")
     if cfg.timers.nagtime <= 0 or cfg.timers.forfeittime <= 0:
         problems.append("timers.nagtime/forfeittime: must be more than 0 days")
+    if not 0 <= cfg.timers.vacation_days <= 366:
+        problems.append("timers.vacation_days: must be between 0 and 366")
     if cfg.timers.forfeittime < cfg.timers.nagtime:
         problems.append("timers.forfeittime: must not be shorter than timers.nagtime")
     _validate_web(cfg, problems)
