@@ -26,6 +26,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, TypeVar, cast
 
+from .analysis import PositionAnalysis
 from .review import GameReview
 
 Family = Literal["board", "solitaire"]
@@ -167,6 +168,21 @@ class BoardRules(Protocol[P, M]):
         by the recorded move texts ``moves`` (its moves only: no resignation),
         searching ``nodes`` per position; None when it cannot review it.  Strings in,
         a plain value out: it runs in a worker process, deterministic for its
+        arguments."""
+        ...
+
+    def can_analyse(self, players: int) -> bool:
+        """Whether the engine can name the best moves of a position of a game that
+        ``players`` began (:meth:`analyse`; ``analyze N[#k]``, issue 42): a game
+        without such an engine says False, and ``analyze`` refuses its boards."""
+        ...
+
+    def analyse(self, text: str, history: Sequence[str], nodes: int, count: int = 3) -> PositionAnalysis | None:
+        """The ``count`` best moves of the side to move in the position string
+        ``text``, each with its score and line, searching at most ``nodes`` nodes
+        (``history``: the game's earlier positions, a return to which is a draw);
+        None when the game is over there or the game has no such engine.  Strings
+        in, a plain value out: it runs in a worker process, deterministic for its
         arguments."""
         ...
 

@@ -45,6 +45,7 @@ from ..games.breakthrough import (
 )
 from ..games.breakthrough.picture import FILL, SIZE
 from ..games.breakthrough.robot import example_move as safe_example
+from .analysis import PositionAnalysis
 from .base import BoardRules, Outcome
 from .review import GameReview
 
@@ -146,6 +147,12 @@ class BreakthroughRules:
         return False  # no reviewing engine (issue 42 reviews Terrace)
 
     def review(self, start: str, moves: Sequence[str], nodes: int) -> GameReview | None:
+        return None
+
+    def can_analyse(self, players: int) -> bool:
+        return False  # no analysing engine (issue 42 analyses Terrace)
+
+    def analyse(self, text: str, history: Sequence[str], nodes: int, count: int = 3) -> PositionAnalysis | None:
         return None
 
     def help_values(self) -> dict[str, object]:

@@ -22,12 +22,14 @@ from ..games.terrace import (
     start_position,
     variant_for_players,
 )
-from ..games.terrace.engine import accepts_draw, choose_move, describe
+from ..games.terrace.engine import accepts_draw, choose_move, describe, position_key
+from ..games.terrace.engine.analyse import analyse, mate_in
 from ..games.terrace.engine.review import CLIP, review_game
 from ..games.terrace.example import example_move
 from ..games.terrace.perft import perft
 from ..games.terrace.picture import ARMY_COLOUR_NAME, ARMY_FILL, WIDTH, mail_png, page_svg, picture_alt
 from ..games.terrace.pieces import KINDS, piece_text
+from .analysis import AnalysedMove, PositionAnalysis
 from .base import BoardRules, Outcome
 from .review import GameReview, ReviewMistake
 
@@ -195,6 +197,26 @@ class TerraceRules:
             for m in result.mistakes[army]
         )
         return GameReview(result.evaluations, mistakes, result.turning_point, CLIP, nodes)
+
+    def can_analyse(self, players: int) -> bool:
+        return True  # two armies by negamax, three or four by the paranoid search
+
+    def analyse(self, text: str, history: Sequence[str], nodes: int, count: int = 3) -> PositionAnalysis | None:
+        """The engine's best moves (:func:`..games.terrace.engine.analyse.analyse`),
+        each line written as the players write moves."""
+        pos = self.load(text)
+        if pos.is_over() or not pos.legal_moves():
+            return None
+        seen = frozenset(position_key(self.load(h)) for h in history)
+        result = analyse(pos, nodes=nodes, count=count, seen=seen)
+        found = []
+        for line in result.lines:
+            texts, at = [], pos
+            for move in line.pv:
+                texts.append(format_move(at, move))
+                at = at.play(move)
+            found.append(AnalysedMove(texts[0], line.score, tuple(texts), mate_in(line.score)))
+        return PositionAnalysis(tuple(found), result.depth, result.nodes, result.moves)
 
 
 if TYPE_CHECKING:  # mypy checks the adapter against the protocol, over the game's own types
