@@ -39,9 +39,12 @@ import os
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 
 from ..lifecycle import pool_worker
 from ..service import HandleResult, Service
+from ..service.analysis import ANALYSIS_NODES, AnalysisTurn
+from ..service.analysis import compute as analysis_of
 from ..service.hints import HINT_SECONDS, desk_of, solve
 from ..service.robots import HintTurn, RobotTurn, think, to_say
 
@@ -63,6 +66,12 @@ async def play_inline(service: Service, turns: Iterable[RobotTurn]) -> list[Hand
     queue = list(turns)
     while queue and len(results) < MAX_INLINE_PLIES:
         turn = queue.pop(0)
+        if isinstance(turn, AnalysisTurn):
+            answered = await _analysis_inline(service, turn)
+            if answered is not None:
+                log.info(answered.log_line())
+                results.append(answered)
+            continue
         try:
             if isinstance(turn, HintTurn):
                 result = await _hint_inline(service, turn)
@@ -94,6 +103,24 @@ async def _hint_inline(service: Service, turn: HintTurn) -> HandleResult | None:
         desk_of(service).done(turn.key)
 
 
+async def _analysis_inline(service: Service, turn: AnalysisTurn) -> HandleResult | None:
+    """Pipe mode: compute and mail the analysis asked for (None: answered already;
+    an engine failure is answered as one, a database failure leaves it pending)."""
+    try:
+        current = await service.analysis_turn(turn.analysis_id)
+        if current is None:
+            return None
+        try:
+            found = analysis_of(current.game_type, current.tpn, current.history, ANALYSIS_NODES)
+        except Exception:
+            log.exception("analysis %d of %s %d failed", turn.analysis_id, current.game_type, current.board)
+            found = None
+        return await service.analysis_answer(current, found)
+    except Exception:
+        log.exception("analysis %d: not answered now; it is made at the next start", turn.analysis_id)
+        return None
+
+
 def warm() -> int:
     """An engine worker's first task, given when ``serve`` starts: a worker reads
     it by importing this module, and with it everything :func:`think` and
@@ -120,6 +147,10 @@ class RobotPlayer:
         self.failed: set[tuple[str, int, int]] = set()
         """(game type, board, ply) whose move the rules refused: not retried"""
         self.played = 0
+        self.analyses: asyncio.Queue[int] = asyncio.Queue()
+        """analyses (their row ids) to compute, one at a time (:meth:`_analyst`)"""
+        self.analysing: set[int] = set()
+        """analyses queued or being computed"""
         self.warmed = asyncio.Event()
         """set once every engine worker has started and imported the engine"""
 
@@ -127,6 +158,11 @@ class RobotPlayer:
         """Queue these boards; one already queued or being worked on is looked at
         again when its current work ends (it may have changed meanwhile)."""
         for turn in turns:
+            if isinstance(turn, AnalysisTurn):
+                if turn.analysis_id not in self.analysing:
+                    self.analysing.add(turn.analysis_id)
+                    self.analyses.put_nowait(turn.analysis_id)
+                continue
             if isinstance(turn, HintTurn):
                 desk_of(self.service).queued(turn.key)  # counted among the waiting hints until done
             self._want(turn.key)
@@ -150,6 +186,7 @@ class RobotPlayer:
         pool = ProcessPoolExecutor(self.workers, mp_context=context, initializer=pool_worker, initargs=(os.getpid(), ROBOT_NICE, "pbmserv-robot"))
         tasks = [asyncio.create_task(self._warm(pool), name="robots-warm")]
         tasks += [asyncio.create_task(self._worker(pool), name=f"robot-{i}") for i in range(self.workers)]
+        tasks.append(asyncio.create_task(self._analyst(pool), name="analyst"))
         try:
             try:
                 await self.rescan()
@@ -225,3 +262,36 @@ class RobotPlayer:
                 self.played += 1
             if result.outbox_ids:
                 self.on_replies()
+
+    async def _analyst(self, pool: ProcessPoolExecutor) -> None:
+        """Analyses (``analyze N[#k]``), one at a time so that they never hold more
+        than one engine worker: read the row, compute in a worker, mail (once)."""
+        loop = asyncio.get_running_loop()
+        while True:
+            analysis_id = await self.analyses.get()
+            try:
+                turn = await self.service.analysis_turn(analysis_id)
+                if turn is None:
+                    continue
+                started = time.perf_counter()
+                try:
+                    found = await loop.run_in_executor(pool, analysis_of, turn.game_type, turn.tpn, turn.history, ANALYSIS_NODES)
+                except BrokenProcessPool:
+                    raise  # (a worker died: the analysis stays pending and is made at the next start)
+                except Exception:
+                    log.exception("analysis %d of %s %d failed; it is answered as failed", analysis_id, turn.game_type,
+                                  turn.board)  # fmt: skip
+                    found = None
+                log.info("analysis %d of %s %d after ply %d in %.1f s", analysis_id, turn.game_type, turn.board, turn.ply,
+                         time.perf_counter() - started)  # fmt: skip
+                result = await self.service.analysis_answer(turn, found)
+                log.info("%s", result.log_line())
+                if result.outbox_ids:
+                    self.on_replies()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("analysis %d: not answered now; it is made at the next start", analysis_id)
+                await asyncio.sleep(1.0)
+            finally:
+                self.analysing.discard(analysis_id)

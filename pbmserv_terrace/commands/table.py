@@ -223,6 +223,10 @@ BOARD_COMMANDS: tuple[CommandDecl, ...] = (
                 (("games [U...] [active|inactive|next|all]", "the boards in one table"),)),
     CommandDecl("standings", "board", "standings", (("standings", "the ratings (alias: ratings)"),), aliases=("ratings",)),
     CommandDecl("history", "board", "history", (("history", "the finished games"),)),
+    CommandDecl("analyze", "board", "analyze BOARD[#k]",
+                (("analyze N[#k]", "after board N ended: the robot's three best moves after ply k (default: the "
+                  "last move to choose), each with its score and line, by mail"),),
+                aliases=("analyse",)),
     CommandDecl("help", "board", "help", (("help", "the rules and the notation"),)),
     CommandDecl("subscribe", "board", "subscribe BOARD USERID PASSWORD | subscribe USERID PASSWORD all",
                 (("subscribe N U P", "watch board N (U P all: every new board)"),),

@@ -23,11 +23,13 @@ from ..commands.parse import redact
 from ..commands.table import decl_of
 from ..config import Config
 from ..gametypes import DEFAULT_GAME_TYPE, TITLES_PATTERN, game_titled
+from ..gametypes.analysis import PositionAnalysis
 from ..inbound import InboundMail, is_valid_address, never_answer
 from ..store import Confirmations, Database, Digests, MailUndo, UnitOfWork, utcnow
 from ..store.models import DELETED_HASH_PREFIX
 from ..store.repos import Users
-from . import authentic, confirmations, digests, keyed, robots, solitaire, timers, tournaments, webplay
+from . import analysis, authentic, confirmations, digests, keyed, robots, solitaire, timers, tournaments, webplay
+from .analysis import AnalysisTurn
 from .args import MissingArguments, missing_reason, notice
 from .boards import ROUTINE_ROUNDS
 from .bounces import BOUNCE_VERDICT, is_bounce
@@ -511,12 +513,39 @@ class Service:
     async def _robot_turns_in(uow: UnitOfWork) -> list[RobotTurn]:
         """Boards this transaction changed where a robot is now to move (looked up
         only when a changed game may seat a robot)."""
-        return await robots.robot_turns(uow.session, robots.changed_games(uow.session))
+        turns = await robots.robot_turns(uow.session, robots.changed_games(uow.session))
+        return turns + analysis.asked_turns(uow.session)
 
     async def robot_turns(self) -> list[RobotTurn]:
-        """Every board where a robot is to move (at start, and after timers)."""
+        """Every board where a robot is to move (at start, and after timers), and
+        every analysis not yet answered (:mod:`.analysis`)."""
         async with self.db.reading() as session:
-            return await robots.robot_turns(session)
+            return await robots.robot_turns(session) + await analysis.pending_turns(session)
+
+    async def analysis_turn(self, analysis_id: int) -> AnalysisTurn | None:
+        """The work of analysis ``analysis_id`` while it waits (None: answered)."""
+        async with self.db.reading() as session:
+            return await analysis.turn_of(session, analysis_id)
+
+    async def analysis_answer(self, turn: AnalysisTurn, found: PositionAnalysis | None, *,
+                              now: datetime | None = None) -> HandleResult:  # fmt: skip
+        """Mail the analysis ``found`` (computed by :func:`.analysis.compute` in the
+        worker pool for ``turn``; None: the engine had none) in a transaction of its
+        own, only while its row is pending; otherwise nothing happens (status
+        ``duplicate``), so an analysis computed twice is mailed once."""
+        started = time.perf_counter()
+        now = now or utcnow()
+        async with UnitOfWork(self.db) as uow:
+            ctx = self.context(uow, now)
+            if not await analysis.answer(ctx, turn, found):
+                return HandleResult("duplicate", f"analysis {turn.analysis_id} was answered already")
+            queued = self.queue_replies(ctx, now)
+            await uow.commit()
+        return HandleResult(
+            "ok" if found is not None else "error", f"analysis {turn.analysis_id} after ply {turn.ply}", len(queued),
+            board=str(turn.board), command=f"{turn.game_type} analyze answer", ms=(time.perf_counter() - started) * 1000,
+            outbox_ids=queued,
+        )  # fmt: skip
 
     async def robot_turn(self, game_type: str, board: int) -> RobotTurn | None:
         """The robot's turn on this board, if a robot is to move there now."""

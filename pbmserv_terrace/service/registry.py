@@ -17,10 +17,10 @@ from types import ModuleType
 from ..commands import Command
 from ..commands.table import FAMILY_COMMANDS, CommandDecl, decl_of
 from ..gametypes import Family
-from . import accounts, play, queries, rematch, solitaire, status, tournaments, watch
+from . import accounts, analysis, play, queries, rematch, solitaire, status, tournaments, watch
 from .spec import CommandSpec, Handler, HandlerMark, mark_of
 
-HANDLER_MODULES: tuple[ModuleType, ...] = (accounts, play, queries, rematch, solitaire, status, tournaments, watch)
+HANDLER_MODULES: tuple[ModuleType, ...] = (accounts, analysis, play, queries, rematch, solitaire, status, tournaments, watch)
 
 
 def _name(family: Family | None, verb: str) -> str:

@@ -16,7 +16,7 @@ from sqlalchemy import DateTime, ForeignKey, Index, Integer, String, func, selec
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Mapped, mapped_column
 
-from .models import Base
+from .models import Base, Game
 
 PENDING, SENT, FAILED = "pending", "sent", "failed"
 
@@ -51,14 +51,23 @@ class Analyses:
     def add(self, row: Analysis) -> None:
         self.session.add(row)
 
-    async def get(self, analysis_id: int) -> Analysis | None:
-        return await self.session.get(Analysis, analysis_id)
+    async def get(self, analysis_id: int, *, lock: bool = False) -> Analysis | None:
+        """A request by id; with ``lock`` its row stays locked (FOR UPDATE) until the
+        transaction ends, so two workers answering it run one after the other."""
+        stmt = select(Analysis).where(Analysis.id == analysis_id)
+        if lock:
+            stmt = stmt.with_for_update()
+        return (await self.session.execute(stmt)).scalar_one_or_none()
+
+    async def board(self, row: Analysis) -> Game | None:
+        """The board a request is about."""
+        return await self.session.get(Game, row.game_id)
 
     async def since(self, address: str, since: datetime) -> int:
         """How many requests ``address`` made at or after ``since``."""
         await self.session.flush()
-        stmt = select(func.count()).select_from(Analysis).where(
-            Analysis.address == address.lower(), Analysis.requested_at >= since
+        stmt = (
+            select(func.count()).select_from(Analysis).where(Analysis.address == address.lower(), Analysis.requested_at >= since)
         )
         return int((await self.session.execute(stmt)).scalar_one())
 
