@@ -3,14 +3,18 @@
 :func:`~.config.load_config` reads and validates the whole configuration; a command
 that must start fast reads the one setting it needs first (``handle`` passing its
 mail to ``serve``'s LMTP listener, issue 43: a process for every mail) and loads
-the whole configuration only if it goes on by itself.  Standard library only."""
+the whole configuration only if it goes on by itself.  Standard library only, and
+not even ``pathlib`` (which brings ``urllib`` and ``ipaddress``: a few ms a mail)."""
 
 from __future__ import annotations
 
 import os
 import tomllib
 from collections.abc import Mapping
-from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 DEFAULT_CONFIG_FILE = "pbmserv.toml"
 DEFAULT_ADDRESS = "pbmserv@localhost"
@@ -22,7 +26,7 @@ def config_file(path: str | Path | None, env: Mapping[str, str]) -> str | Path |
     else ./pbmserv.toml when present; None: none (the built-in defaults)."""
     if path is None and env.get("PBMSERV_CONFIG"):
         path = env["PBMSERV_CONFIG"]
-    if path is None and Path(DEFAULT_CONFIG_FILE).exists():
+    if path is None and os.path.exists(DEFAULT_CONFIG_FILE):
         path = DEFAULT_CONFIG_FILE
     return path
 
@@ -39,7 +43,8 @@ def quick_setting(path: str | Path | None, section: str, key: str, environ: Mapp
     if file is None:
         return ""
     try:
-        value = tomllib.loads(Path(file).read_text(encoding="utf-8")).get(section, {}).get(key, "")
+        with open(file, encoding="utf-8") as f:
+            value = tomllib.loads(f.read()).get(section, {}).get(key, "")
     except (OSError, tomllib.TOMLDecodeError, AttributeError):
         return ""
     return value.strip() if isinstance(value, str) else ""

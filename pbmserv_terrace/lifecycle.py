@@ -29,8 +29,6 @@ Standard library only (every layer may use it)."""
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import json
 import logging
 import os
 import re
@@ -109,6 +107,8 @@ class JsonFormatter(logging.Formatter):
             entry["exception"] = self.formatException(record.exc_info)
         elif record.stack_info:
             entry["exception"] = self.formatStack(record.stack_info)
+        import json  # (here: handle's hand-over, a process a mail, logs plain lines: issue 43)
+
         text = json.dumps(entry)
         return _prefixed(text, record.levelno) if self.journal else text
 
@@ -153,6 +153,8 @@ def die_with(parent: int) -> None:
     started this process, which must live as long as the parent: ``serve``'s
     event loop's thread), and exit now if it died before this ran."""
     if sys.platform.startswith("linux"):
+        import ctypes  # (here: only serve's children need it, not a process a mail)
+
         with contextlib.suppress(OSError, AttributeError):
             ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     if os.getppid() != parent:
@@ -168,6 +170,8 @@ def name_process(name: str) -> None:
     told apart by it (``pbmserv-sender``, ``pbmserv-robot``, ``pbmserv-reader``,
     ``pbmserv-web``) — they all run as ``python -c from multiprocessing.spawn …``."""
     if sys.platform.startswith("linux"):
+        import ctypes
+
         with contextlib.suppress(OSError, AttributeError):
             ctypes.CDLL(None, use_errno=True).prctl(PR_SET_NAME, name.encode()[:15], 0, 0, 0)
 

@@ -6,6 +6,8 @@ one line and exits 2."""
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 from typing import TYPE_CHECKING, Any
 
 from ..lifecycle import setup_logging
@@ -14,6 +16,30 @@ if TYPE_CHECKING:
     from ..config import Config
 
 CONFIG_HELP = "TOML config file (default ./pbmserv.toml if present)"
+
+
+def terminal_columns() -> int:
+    """The terminal's width as ``shutil.get_terminal_size`` finds it ($COLUMNS, the
+    terminal of standard output, else 80)."""
+    try:
+        columns = int(os.environ.get("COLUMNS", "0"))
+    except ValueError:
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns if sys.__stdout__ else 0
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return columns or 80
+
+
+class HelpFormatter(argparse.HelpFormatter):
+    """argparse's, but for the width, found without importing ``shutil`` (which
+    brings ``bz2``, ``lzma`` and ``zlib``): argparse makes a formatter for every
+    argument declared, and ``handle``'s hand-over is a process a mail (issue 43)."""
+
+    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24, width: int | None = None) -> None:
+        super().__init__(prog, indent_increment, max_help_position, terminal_columns() - 2 if width is None else width)
 
 
 class CommandParser(argparse.ArgumentParser):
@@ -26,6 +52,7 @@ class CommandParser(argparse.ArgumentParser):
     levels above it parsed: not given there, the value given before stands."""
 
     def __init__(self, *args: Any, top: bool = False, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", HelpFormatter)
         super().__init__(*args, **kwargs)
         self.add_argument("--config", metavar="FILE", default=None if top else argparse.SUPPRESS, help=CONFIG_HELP)
 
