@@ -104,12 +104,18 @@ class SearchBoard:
         if self.winner:
             return []
         out: list[int] = []
-        mask = self.am[self.to_move]
+        army = self.to_move
+        mask = self.am[army]
+        occ, board, le = self.occ, self.board, self.le
+        empty = ~occ & self.full
+        others = occ & ~mask
+        up, down, reach, tmask, capture = self.up, self.down, self.reach, self.tmask, self.capture
         while mask:
             low = mask & -mask
             sq = low.bit_length() - 1
             mask ^= low
-            tg = self.targets(sq)
+            # as targets(sq), inlined: this is the search's hottest loop
+            tg = ((up[sq] | down[sq] | reach[sq][others & tmask[sq]]) & empty) | (capture[sq] & le[SIZE[board[sq]]])
             base = sq << 6
             while tg:
                 t = tg & -tg
@@ -140,7 +146,7 @@ class SearchBoard:
         tsq = self.tsq[army]
         if tsq >= 0:
             goal = self.goal[army]
-            if self.targets(tsq) >> goal & 1 and not self.board[goal]:
+            if self.targets(tsq) >> goal & 1 and not enemy >> goal & 1:  # (an enemy there: a capture above)
                 out.append(tsq << 6 | goal)
         return out
 
@@ -234,7 +240,9 @@ class SearchBoard:
                 self.winner = alive[0]
         if piece & 7 == KIND_T and to == self.goal[army]:
             self.winner = army
-        nxt = self.next_army(army)
+        nxt = army % 4 + 1  # as next_army(army), inlined
+        while not am[nxt] and nxt != army:
+            nxt = nxt % 4 + 1
         self.to_move = nxt
         self.hash = h ^ self.turn_keys[nxt]
         return (frm, to, piece, captured, old_am, old_le, old_occ, old_to_move, old_hash, old_winner, old_tsq, removed)

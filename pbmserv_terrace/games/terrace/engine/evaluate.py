@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections import deque
 from functools import cache
 
-from pbmserv_terrace.games.terrace import geometry
+from pbmserv_terrace.games.terrace import geometry, goal_square
 from pbmserv_terrace.games.terrace.pieces import SIZE
 
 from .board import SearchBoard
@@ -67,30 +67,36 @@ def t_distance(n: int, goal: int) -> tuple[int, ...]:
     return tuple(dist)
 
 
+PIECE_SCORE: tuple[int, ...] = tuple(PIECE_VALUE[SIZE[p]] if p & 7 else 0 for p in range(40))
+"""Material by piece int (the T: 0, its worth is the army itself)."""
+
+
+@cache
+def _tables(n: int) -> tuple[tuple[int, ...], tuple[tuple[int, ...], ...]]:
+    """(up | down by square, T_PROGRESS by army and square of its T) for the N x N
+    board: :func:`army_scores` looks these up instead of recomputing them."""
+    geo = geometry(n)
+    step = tuple(u | d for u, d in zip(geo.up, geo.down, strict=True))
+    progress = [tuple(0 for _ in range(n * n))]
+    for army in (1, 2, 3, 4):
+        dist = t_distance(n, goal_square(n, army))
+        progress.append(tuple(T_PROGRESS[d] if d < len(T_PROGRESS) else 0 for d in dist))
+    return step, tuple(progress)
+
+
 def army_scores(sb: SearchBoard) -> list[int]:
     """Score of each army (index 1..4; 0 for armies off the board)."""
     scores = [0] * 5
-    le, am, n = sb.le, sb.am, sb.n
-    sizes = (le[1], le[2] & ~le[1], le[3] & ~le[2], le[4] & ~le[3])
-    empty = ~sb.occ & sb.full
-    up, down, reach, tmask, capture, board = sb.up, sb.down, sb.reach, sb.tmask, sb.capture, sb.board
+    le, am, board, occ, to_move = sb.le, sb.am, sb.board, sb.occ, sb.to_move
+    empty = ~occ & sb.full
+    reach, tmask, capture, attackers_of, tsqs = sb.reach, sb.tmask, sb.capture, sb.attackers_of, sb.tsq
+    step, progress = _tables(sb.n)
     for army in (1, 2, 3, 4):
         mine = am[army]
         if not mine:
             continue
+        others = occ & ~mine
         score = 0
-        for k in range(4):
-            score += PIECE_VALUE[k + 1] * (mine & sizes[k]).bit_count()
-        tsq = sb.tsq[army]
-        if tsq >= 0:
-            score -= PIECE_VALUE[1]  # the T was counted as an A
-            d = t_distance(n, sb.goal[army])[tsq]
-            if d < len(T_PROGRESS):
-                score += T_PROGRESS[d]
-            attackers = (sb.attackers_of[tsq] & sb.occ & ~mine).bit_count()
-            if attackers:
-                score -= attackers * (THREAT_OWNER_TO_MOVE if sb.to_move == army else THREAT_OTHERS_TO_MOVE)
-        blockers_all = sb.occ & ~mine
         mobility = 0
         control = 0
         mask = mine
@@ -98,13 +104,19 @@ def army_scores(sb: SearchBoard) -> list[int]:
             low = mask & -mask
             sq = low.bit_length() - 1
             mask ^= low
+            p = board[sq]
             cap = capture[sq]
             control |= cap
-            mobility += (
-                ((up[sq] | down[sq] | reach[sq][blockers_all & tmask[sq]]) & empty) | (cap & le[SIZE[board[sq]]])
-            ).bit_count()
+            score += PIECE_SCORE[p]
+            mobility += (((step[sq] | reach[sq][others & tmask[sq]]) & empty) | (cap & le[SIZE[p]])).bit_count()
+        tsq = tsqs[army]
+        if tsq >= 0:
+            score += progress[army][tsq]
+            attackers = (attackers_of[tsq] & others).bit_count()
+            if attackers:
+                score -= attackers * (THREAT_OWNER_TO_MOVE if to_move == army else THREAT_OTHERS_TO_MOVE)
         score += MOBILITY * mobility + CONTROL * control.bit_count()
-        if sb.to_move == army:
+        if to_move == army:
             score += TEMPO
         scores[army] = score
     return scores

@@ -59,12 +59,17 @@ LEVEL_DEPTH = {1: 2, 2: 64, 3: 64}
 LEVEL_CONTEMPT = {1: 0, 2: 25, 3: 25}
 """What a repetition of a position costs the robot (it prefers playing on)."""
 DRAW_MARGIN = 40
+"""accepts_draw: accept when the robot's score is below -DRAW_MARGIN."""
 SOLVE_PIECES = 12
 """robot3 asks the endgame solver (:mod:`.solve`) first in two-army positions with at
 most this many pieces on the board, for a win of at most SOLVE_MOVES of its moves,
 with at most SOLVE_SHARE of its node budget: a win it finds there is proved."""
 SOLVE_MOVES, SOLVE_SHARE = 3, 4
-"""accepts_draw: accept when the robot's score is below -DRAW_MARGIN."""
+EVASION_PLIES = 2
+"""robot3's quiescence lets a side whose T is threatened (or whose opponent's T
+can step home) search all its moves in its first EVASION_PLIES plies."""
+FUTILITY_MARGIN = 150
+"""robot3's futility pruning: what a quiet move may gain at most (see search.py)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,16 +135,22 @@ def search(
     safe_only: bool = False,
     seen: frozenset[int] = frozenset(),
     contempt: int = 0,
+    partial: bool = True,
 ) -> RootResult:
     """Iterative deepening from ``pos``; the score is from army ``root``'s view.
-    ``seen``: keys of earlier positions of the game (a return to one is a draw)."""
+    ``seen``: keys of earlier positions of the game (a return to one is a draw).
+    ``partial``: when the budget stops an iteration, a move it has already proved
+    better than the last iteration's best is played (robot3; robots 1 and 2 keep
+    the last completed iteration's move, as they always did)."""
     sb = SearchBoard(pos)
     moves = sb.moves()
     if not moves:
         raise ValueError("the game is over: there is no move to choose")
     if safe_only:
         moves = _safe_moves(sb, moves)
-    searcher = Searcher(sb, root, limits, seen - {sb.hash}, contempt)
+    searcher = Searcher(
+        sb, root, limits, seen - {sb.hash}, contempt, EVASION_PLIES if partial else 0, FUTILITY_MARGIN if partial else 0
+    )
     sign = 1 if sb.to_move == root else -1
     order = searcher.order(moves, 0, 0)
     if len(order) == 1:
@@ -152,6 +163,13 @@ def search(
             scored = searcher.root_scores(order, depth, exact=bool(noise))
         except Stop as stop:
             stopped = stop.reason
+            # The unfinished iteration searched the previous best first; a move it
+            # then proved better (scores above the first are exact) is played.
+            part = searcher.partial
+            if partial and not noise and done and len(part) > 1:
+                top = max(part, key=lambda sm: sm[0])
+                if top[0] > part[0][0] and abs(best_score) < MATE_BOUND:
+                    best, best_score = top[1], top[0]
             break
         ranked = sorted(scored, key=lambda sm: -(sm[0] + (blur.get(sm[1], 0) if abs(sm[0]) < MATE_BOUND else 0)))
         best, best_score = ranked[0][1], ranked[0][0]
@@ -194,6 +212,7 @@ def choose_move(
         safe_only=level == 1,
         seen=history_keys(history) if level > 1 else frozenset(),
         contempt=LEVEL_CONTEMPT[level],
+        partial=level == 3,
     )
     return EngineResult(to_move_obj(res.move), res.score, res.depth, res.nodes, time.perf_counter() - start, level, res.stopped)
 

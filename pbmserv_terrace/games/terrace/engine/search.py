@@ -87,8 +87,22 @@ class RootResult:
 class Searcher:
     """One search from one position for army ``root``."""
 
-    def __init__(self, sb: SearchBoard, root: int, limits: Limits, seen: frozenset[int] = frozenset(), contempt: int = 0) -> None:
+    def __init__(
+        self,
+        sb: SearchBoard,
+        root: int,
+        limits: Limits,
+        seen: frozenset[int] = frozenset(),
+        contempt: int = 0,
+        evasion_plies: int = 0,
+        futility_margin: int = 0,
+    ) -> None:
         self.sb = sb
+        self.futility_margin = futility_margin
+        """The most a quiet move may gain in the static view, for futility pruning
+        one ply from the horizon (0: no pruning)."""
+        self.evasion_plies = evasion_plies
+        """Quiescence plies in which a side in danger searches every move (0: never)."""
         self.contempt = contempt
         """What a draw by repetition costs the root army (from its point of view)."""
         self.seen = seen
@@ -101,6 +115,11 @@ class Searcher:
         self.killers = [[0, 0] for _ in range(MAX_PLY + QUIESCENCE_PLIES + 2)]
         self.history: dict[int, int] = {}
         self.nodes = 0
+        self.evals: dict[int, int] = {}
+        """Static evaluations by position key (from the root's view): a leaf reached
+        again by another path is not evaluated twice."""
+        self.partial: list[tuple[int, int]] = []
+        """The root moves scored so far in the current iteration (see root_scores)."""
 
     def _tick(self) -> None:
         self.nodes += 1
@@ -115,8 +134,12 @@ class Searcher:
         return root_view if self.sb.to_move == self.root else -root_view
 
     def _static(self) -> int:
-        v = evaluate(self.sb, self.root)
-        return v if self.sb.to_move == self.root else -v
+        sb = self.sb
+        key = sb.hash
+        v = self.evals.get(key)
+        if v is None:
+            v = self.evals[key] = evaluate(sb, self.root)
+        return v if sb.to_move == self.root else -v
 
     def order(self, moves: list[int], tt_move: int, ply: int) -> list[int]:
         """Moves best-first: TT move, T home, T captures, captures, killers, history."""
@@ -176,9 +199,26 @@ class Searcher:
         me_root = mover == self.root
         orig_alpha = alpha
         best, best_move = -INF, moves[0]
+        # Futility (robot3): one ply from the horizon, in a two-army game, when even
+        # a quiet move's largest gain leaves the static view at or below alpha, only
+        # moves that can change more are searched (captures, the T's own moves, a
+        # move to a square that attacks the other T), unless the mover is in danger.
+        futile, stand, own_t, threat = False, 0, -1, 0
+        if depth == 1 and self.futility_margin and abs(alpha) < MATE_BOUND:
+            stand = self._static() + self.futility_margin
+            if stand <= alpha and sum(1 for a in sb.am if a) == 2 and not self.in_danger():
+                futile, own_t = True, sb.tsq[mover]
+                for a in (1, 2, 3, 4):
+                    if a != mover and sb.tsq[a] >= 0:
+                        threat |= sb.attackers_of[sb.tsq[a]]
+        board = sb.board
         path = self.path
         path.add(key)
         for m in self.order(moves, tt_move, ply):
+            if futile and not board[m & 63] and m >> 6 != own_t and not threat >> (m & 63) & 1:
+                if stand > best:
+                    best = stand
+                continue
             undo = sb.make(m)
             if (sb.to_move == self.root) != me_root:
                 score = -self.negamax(depth - 1, -beta, -alpha, ply + 1)
@@ -202,19 +242,40 @@ class Searcher:
         self.tt[key] = (depth, flag, _to_tt(best, ply), best_move)
         return best
 
+    def in_danger(self) -> bool:
+        """Whether the side to move must answer a threat at once: another army can
+        capture its T, or another army's T can reach its goal (RULES.md §5)."""
+        sb = self.sb
+        mover = sb.to_move
+        if sb.t_attackers(mover):
+            return True
+        tsq, goal, am = sb.tsq, sb.goal, sb.am
+        return any(a != mover and am[a] and tsq[a] >= 0 and sb.targets(tsq[a]) >> goal[a] & 1 for a in (1, 2, 3, 4))
+
     def quiesce(self, alpha: int, beta: int, ply: int, qply: int) -> int:
+        """Captures and the T's step home until the position is quiet.  In its first
+        ``evasion_plies`` plies a side in danger (:meth:`in_danger`) may not stand
+        pat: it searches all its moves, as a chess program does when in check, so
+        a T lost or a goal reached one move past the horizon is seen."""
         sb = self.sb
         if sb.winner:
             return self._terminal(ply)
         self._tick()
         stand = self._static()
-        if stand >= beta or qply >= QUIESCENCE_PLIES:
-            return stand
-        if stand > alpha:
-            alpha = stand
-        best = stand
+        if qply < self.evasion_plies and self.in_danger():
+            moves = sb.moves()
+            if not moves:
+                return 0  # stuck: a draw (RULES.md §5.4)
+            best = -INF
+        else:
+            if stand >= beta or qply >= QUIESCENCE_PLIES:
+                return stand
+            if stand > alpha:
+                alpha = stand
+            best = stand
+            moves = sb.tactical_moves()
         me_root = sb.to_move == self.root
-        for m in self.order(sb.tactical_moves(), 0, ply):
+        for m in self.order(moves, 0, ply):
             undo = sb.make(m)
             if (sb.to_move == self.root) != me_root:
                 score = -self.quiesce(-beta, -alpha, ply + 1, qply + 1)
@@ -234,11 +295,13 @@ class Searcher:
 
         With ``exact`` every move gets its true score (needed to add noise fairly);
         otherwise moves after the first get only a bound, as usual in alpha-beta.
+        Each move's score is also appended to ``self.partial`` as soon as it is known,
+        so a caller whose search stops mid-iteration still has the moves done.
         """
         sb = self.sb
         me_root = sb.to_move == self.root
         alpha = -INF
-        out = []
+        out = self.partial = []
         for m in moves:
             undo = sb.make(m)
             window_alpha = -INF if exact else alpha

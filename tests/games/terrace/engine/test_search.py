@@ -1,0 +1,172 @@
+"""robot3's search (issue 42 part 4): the evaluation's fast form against its plain
+definition, a quiescence that never misses a win in one nor a T that cannot escape,
+move ordering that tries a winning move first, and robot3's search (evasions,
+futility, the unfinished iteration) still proving the known forced wins."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from pbmserv_terrace.games.terrace import Position, parse_tpn, start_position
+from pbmserv_terrace.games.terrace.engine import robot
+from pbmserv_terrace.games.terrace.engine.board import SearchBoard, encode
+from pbmserv_terrace.games.terrace.engine.evaluate import (
+    CONTROL,
+    MOBILITY,
+    PIECE_VALUE,
+    T_PROGRESS,
+    TEMPO,
+    THREAT_OTHERS_TO_MOVE,
+    THREAT_OWNER_TO_MOVE,
+    army_scores,
+    t_distance,
+)
+from pbmserv_terrace.games.terrace.engine.search import INF, MATE_BOUND, Limits, Searcher
+from pbmserv_terrace.games.terrace.pieces import SIZE
+
+from .test_engine import WIN_IN_2, WIN_IN_3
+
+
+def plain_scores(sb: SearchBoard) -> list[int]:
+    """The evaluation as its docstring defines it, written plainly (the engine's
+    army_scores is a faster form of the same sum)."""
+    scores = [0] * 5
+    for army in (1, 2, 3, 4):
+        mine = sb.am[army]
+        if not mine:
+            continue
+        score = mobility = control = 0
+        for sq in range(sb.n * sb.n):
+            if mine >> sq & 1:
+                if sq != sb.tsq[army]:
+                    score += PIECE_VALUE[SIZE[sb.board[sq]]]
+                control |= sb.capture[sq]
+                mobility += sb.targets(sq).bit_count()
+        tsq = sb.tsq[army]
+        if tsq >= 0:
+            d = t_distance(sb.n, sb.goal[army])[tsq]
+            score += T_PROGRESS[d] if d < len(T_PROGRESS) else 0
+            attackers = (sb.attackers_of[tsq] & sb.occ & ~mine).bit_count()
+            score -= attackers * (THREAT_OWNER_TO_MOVE if sb.to_move == army else THREAT_OTHERS_TO_MOVE)
+        score += MOBILITY * mobility + CONTROL * control.bit_count() + (TEMPO if sb.to_move == army else 0)
+        scores[army] = score
+    return scores
+
+
+def random_positions(count: int, seed: int, variants: tuple[str, ...] = ("short", "long")) -> list[Position]:
+    """The last positions of random games that mostly capture other armies' pieces
+    (so many are sparse and tactical), two armies unless 3p/4p variants are asked for."""
+    rng = random.Random(seed)
+    out: list[Position] = []
+    while len(out) < count:
+        pos = start_position(rng.choice(variants), rng.choice([6, 8]))
+        for _ in range(rng.randrange(10, 120)):
+            moves = pos.legal_moves()
+            captures = [m for m in moves if pos.board[m.to] and pos.board[m.to] >> 3 != pos.to_move]
+            nxt = pos.play(rng.choice(captures if captures and rng.random() < 0.9 else moves))
+            if nxt.outcome() is not None:
+                break
+            pos = nxt
+        out.append(pos)
+    return out
+
+
+LOST_IN_ONE = [
+    "8/8/8/8/8/8/aT6/ta6 1",  # T b2 attacks t a1, whose squares are blocked: Terrace-mate
+    "6/6/6/6/aT4/ta4 1",
+    "8/8/8/8/8/8/T7/7t 1",  # T a2 steps home to a1 next and nothing can stop it
+    "6/6/6/6/T5/5t 1",
+]
+NOT_LOST = [
+    "8/8/8/8/8/8/Ta6/1a5t 1",  # as above, but a b1 can step onto a1 and block it
+]
+
+
+def wins_at_once(pos: Position) -> bool:
+    """The side to move has a move that ends the game in its favour (by the rules)."""
+    army = pos.to_move
+    return any((out := pos.play(m).outcome()) is not None and out.winner == army for m in pos.legal_moves())
+
+
+def lost_in_one(pos: Position) -> bool:
+    """Every move of the side to move lets the other side win at once (two armies)."""
+    army = pos.to_move
+    for m in pos.legal_moves():
+        after = pos.play(m)
+        out = after.outcome()
+        if out is not None:
+            if out.winner is not None and out.winner != army:
+                continue  # it lost on the spot (it took its own T)
+            return False
+        if not wins_at_once(after):
+            return False
+    return bool(pos.legal_moves())
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_army_scores_are_the_plain_definition(seed):
+    variants = ("short", "long", "3p", "4p") if seed else ("short", "long")
+    for pos in random_positions(150, seed, variants):
+        sb = SearchBoard(pos)
+        assert army_scores(sb) == plain_scores(sb)
+
+
+@pytest.mark.parametrize("evasion_plies", [0, 2])
+def test_quiescence_never_misses_a_win_in_one(evasion_plies):
+    """A capture of the other T or the T's step home is always tried at the horizon."""
+    found = 0
+    for pos in random_positions(300, 11):
+        if not wins_at_once(pos):
+            continue
+        found += 1
+        searcher = Searcher(SearchBoard(pos), pos.to_move, Limits(64, 10**6), evasion_plies=evasion_plies)
+        assert searcher.quiesce(-INF, INF, 0, 0) >= MATE_BOUND, pos
+    assert found >= 20
+
+
+@pytest.mark.parametrize("tpn", LOST_IN_ONE + NOT_LOST)
+def test_quiescence_sees_a_t_that_cannot_escape(tpn):
+    """With evasions, a side whose every move lets the other win at once is lost at
+    the horizon (a stand-pat would have called it a threat worth a few hundred);
+    one that can parry is not."""
+    pos = parse_tpn(tpn)
+    assert lost_in_one(pos) == (tpn in LOST_IN_ONE)
+    searcher = Searcher(SearchBoard(pos), pos.to_move, Limits(64, 10**6), evasion_plies=robot.EVASION_PLIES)
+    assert searcher.in_danger()
+    score = searcher.quiesce(-INF, INF, 0, 0)
+    assert (score <= -MATE_BOUND) == (tpn in LOST_IN_ONE)
+    plain = Searcher(SearchBoard(pos), pos.to_move, Limits(64, 10**6)).quiesce(-INF, INF, 0, 0)
+    assert plain > -MATE_BOUND  # what robot3 missed before
+
+
+def test_ordering_puts_a_winning_move_first():
+    found = 0
+    for pos in random_positions(300, 13):
+        if not wins_at_once(pos):
+            continue
+        found += 1
+        sb = SearchBoard(pos)
+        first = Searcher(sb, pos.to_move, Limits(64, 10**6)).order(sb.moves(), 0, 0)[0]
+        out = pos.play(pos.legal_moves()[[encode(m) for m in pos.legal_moves()].index(first)]).outcome()
+        assert out is not None and out.winner == pos.to_move, pos
+    assert found >= 20
+
+
+@pytest.mark.parametrize("tpn", WIN_IN_2 + WIN_IN_3)
+def test_robot3_search_proves_the_known_wins_without_the_solver(tpn):
+    """robot3's search alone (evasions, futility, partial iterations) finds them."""
+    pos = parse_tpn(tpn)
+    res = robot.search(pos, pos.to_move, Limits(64, 60_000))
+    assert res.score >= MATE_BOUND
+
+
+@pytest.mark.parametrize("nodes", [300, 1_000, 5_000, 20_000])
+def test_budgets_stopping_mid_iteration_give_legal_reproducible_moves(nodes):
+    for pos in random_positions(6, 14):
+        legal = {encode(m) for m in pos.legal_moves()}
+        first = robot.search(pos, pos.to_move, Limits(64, nodes))
+        again = robot.search(pos, pos.to_move, Limits(64, nodes))
+        assert first.move in legal
+        assert (first.move, first.score, first.depth) == (again.move, again.score, again.depth)
