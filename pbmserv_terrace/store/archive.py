@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 import sqlite3
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 from urllib.parse import quote
@@ -30,6 +30,7 @@ from sqlalchemy.sql import Executable
 
 from .db import Database
 from .models import FinishedGame, Game, MoveRecord, Rating, Seat, User
+from .reviews import ReviewRecord
 
 log = logging.getLogger("pbmserv.web")
 
@@ -69,6 +70,9 @@ class GameRow:
     last_move_at: datetime
     finished_at: datetime | None
     seats: tuple[SeatRow, ...]
+    review: dict[str, Any] | None = None
+    """the engine's review of a finished board (issue 42; ``reviews.data``), read by
+    :meth:`Archive.game` only once the board is over: None while it runs"""
 
 
 @dataclass(frozen=True, slots=True)
@@ -231,10 +235,19 @@ class Archive:
          comment, created, last, finished) = rows[0][:k]  # fmt: skip
         game = GameRow(gid, gtype, number, variant, dict(options or {}), rated, status, ply, position, start, winner, result,
                        tuple(draw_votes or ()), tuple(undo_votes or ()), comment, created, last, finished, seats)  # fmt: skip
+        if game.status != "active":  # a review exists only once the game is over; never read while it runs
+            game = replace(game, review=await self.review(game.id))
         return game, ratings
 
     async def moves(self, game_id: int) -> list[MoveRow]:
         return [MoveRow(*row) for row in await self._rows(MOVES_STATEMENT, {"game_id": game_id})]
+
+    async def review(self, game_id: int) -> dict[str, Any] | None:
+        """The engine's review of a finished board (``reviews.data``: the JSON of
+        :mod:`pbmserv_terrace.gametypes.review`), None while it is not made."""
+        stmt = select(ReviewRecord.data).where(ReviewRecord.game_id == game_id)
+        data = (await self.s.execute(stmt)).scalar_one_or_none()
+        return data if isinstance(data, dict) else None
 
     async def count_active(self, game_type: str) -> int:
         stmt = select(func.count()).select_from(Game).where(Game.game_type == game_type, Game.status == "active")

@@ -17,6 +17,7 @@ from . import tableview
 from .boardview import latest_comment, legal_moves, move_rounds, players, replay, status_lines, to_move
 from .charts import rating_chart
 from .picture import inline_svg
+from .reviewview import review_view
 from .site import FINAL_MAX_AGE, HOME_TTL, LIVE_MAX_AGE, NotFound, Page, Site, result_words, site_of
 
 FRONT_ACTIVE, FRONT_FINISHED, PLAYER_GAMES = 30, 20, 300
@@ -280,6 +281,7 @@ def render_board_page(
             svg=inline_svg(game.game_type, frame),
             moves=legal_moves(game, frame),
             ascii_board=board_rules(game.game_type).board_text(frame.pos),
+            review=review_view(game, moves, board_url(game), ply),
             comment=latest_comment(game),
             to_move=to_move(game),
             size=board_size(game.game_type),
