@@ -106,7 +106,7 @@ def test_a_finished_board_at_a_ply_gets_three_moves_with_scores_and_lines(h: Har
 def test_by_default_the_last_position_with_a_move_to_choose(h: Harness) -> None:
     finished_game(h, plies=3)
     # the final position is over (ben resigned at ply 4): the one before it
-    [r] = h.send("ann", "terrace analyze 101")
+    [r] = h.send("ann", "terrace analyse 101")  # (either spelling)
     assert r.subject == "Terrace Board 101: analysis after ply 3", r.subject
     assert "ben to move" in r.body and len(lines_of(r.body)) == 3
 
