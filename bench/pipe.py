@@ -14,10 +14,12 @@ Python's compiled bytecode is kept in a private cache (``PYTHONPYCACHEPREFIX`` i
 a temporary folder, filled by one run of each before measuring), as an installed
 package has it; ``--no-pyc`` measures without it (every module compiled each run).
 
-Two ways of one process per mail are measured: ``handle`` handling the mail in its
-own process (the whole server loaded), and ``handle`` passing it to a running
-``serve`` by LMTP (``[lmtp] listen``), whose own CPU a mail (with its sender
-process, from /proc) is printed beside, so the whole cost of a mail shows.
+Both of ``handle``'s paths are measured, one process per mail: with ``[lmtp]
+listen`` set and ``serve`` running there, ``handle`` hands the mail to it by LMTP
+and exits by its answer (the path pipe mode takes; ``serve``'s own CPU a mail,
+with its sender process, from /proc, is printed beside, so the whole cost of a
+mail shows); with nothing answering there (or no ``[lmtp] listen``), ``handle``
+handles the mail in its own process, the whole server loaded (the fallback).
 
 ``--tree DIR`` runs another checkout's code (before/after: ``git worktree`` or
 ``git archive`` of an older commit); a tree without ``mail/lmtp.py`` has no LMTP.
@@ -214,10 +216,10 @@ def main() -> None:
             run()
         figures = [(name, [run() for _ in range(args.repeat)]) for name, run in runs]
         here = [child_cpu(handle, env, mail, tree) for mail in mails[: args.mails]]
-        figures.append(("handle, in its own process (whole server loaded)", here))
+        figures.append(("handle, no serve: handled in its own process", here))
         if (tree / "pbmserv_terrace" / "mail" / "lmtp.py").exists():
             relayed, served = through_serve(folder, config, mails[args.mails : 2 * args.mails], env, cli, tree)
-            figures.append(("handle, passing the mail to serve by LMTP", relayed))
+            figures.append(("handle, serve up: handed to it by LMTP", relayed))
         else:
             served = 0.0
         print(f"CPU per process (user + system), {'no bytecode cache' if args.no_pyc else 'bytecode cached'}; "
