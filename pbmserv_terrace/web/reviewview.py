@@ -123,7 +123,7 @@ def chart(review: GameReview, url: str, ply: int, first: str, second: str) -> st
         if i in numbered:
             parts.append(f'<circle cx="{x(i)}" cy="{_y(v)}" r="7" fill="none" stroke="{MARK}" stroke-width="2"/>')
             above = _y(v) > HEIGHT / 2
-            ty = _y(v) - 10 if above else _y(v) + 18
+            ty = _y(v) - 12 if above else _y(v) + 20
             parts.append(f'<text x="{x(i)}" y="{ty}" font-size="11" font-weight="bold" text-anchor="middle" '
                          f'fill="{MARK}">{numbered[i]}</text>')  # fmt: skip
     parts.append(f'<text x="{WIDTH - PAD_X}" y="{HEIGHT - 4}" font-size="10" text-anchor="end">ply {span}</text>')
