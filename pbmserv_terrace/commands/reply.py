@@ -26,7 +26,7 @@ from .quotes import own_text
 
 __all__ = ["REPLY_VERBS", "ReplyCommand", "own_text", "reply_command"]
 
-REPLY_VERBS = ("move", "resign", "propose", "accept", "reject", "undo", "show", "chat", "queue", "rematch", "command")
+REPLY_VERBS = ("move", "resign", "propose", "accept", "reject", "undo", "claim", "show", "chat", "queue", "rematch", "command")
 """``command``: the first line is a complete mail command (see the module docstring);
 ``rematch``: a new game of the (finished) board, as ``rematch BOARD USERID`` would
 start it."""
@@ -66,6 +66,11 @@ _WORDS: dict[str, str] = {
     "decline draw": "reject",
     "decline undo": "reject",
     "undo": "undo",
+    "claim": "claim",
+    "claim win": "claim",
+    "claim the win": "claim",
+    "claim on time": "claim",
+    "i claim the win": "claim",
     "show": "show",
     "show board": "show",
     "rematch": "rematch",

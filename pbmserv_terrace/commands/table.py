@@ -141,7 +141,7 @@ ACCOUNT_COMMANDS: tuple[CommandDecl, ...] = (
         "change password USERID PASSWORD NEWPASSWORD | change address USERID PASSWORD [address ...] | change keys USERID "
         "PASSWORD | change pictures USERID PASSWORD on|off | change public USERID PASSWORD on|off | change digest USERID "
         "PASSWORD daily HH:MM [TIMEZONE] | change digest USERID PASSWORD twice HH:MM HH:MM [TIMEZONE] | change digest "
-        "USERID PASSWORD off | change remind USERID PASSWORD HOURS|off",
+        "USERID PASSWORD off | change remind USERID PASSWORD HOURS|off | change review USERID PASSWORD on|off",
         (("change password U P NEW", "new password"),
          ("change address U P [address...]", "where your mail goes"),
          ("change keys U P", "cancel the reply addresses of your mails so far"),
@@ -151,7 +151,9 @@ ACCOUNT_COMMANDS: tuple[CommandDecl, ...] = (
           " game ends, new boards, chat, reminders and errors still at once)"),
          ("change digest U P twice HH:MM HH:MM [ZONE]", "the same, twice a day"),
          ("change digest U P off", "a mail for every move again (the default)"),
-         ("change remind U P HOURS|off", "one reminder per board and turn when fewer HOURS are left before a forfeit")),
+         ("change remind U P HOURS|off", "one reminder per board and turn when fewer HOURS are left before a forfeit"),
+         ("change review U P on|off", "a review by mail after each finished game: where it turned, the biggest "
+          "mistakes and better moves (on by default)")),
         password_at=2, masked=(3,),
     ),
     CommandDecl("signoff", None, "signoff USERID PASSWORD", (("signoff U P", "stop mail"),), password_at=1),
@@ -177,10 +179,14 @@ BOARD_COMMANDS: tuple[CommandDecl, ...] = (
     CommandDecl(
         "challenge", "board",
         "challenge USERID PASSWORD OPPONENT [OPPONENT [OPPONENT]] [-long|-medium|-short|-master] [--nagtime=DAYS] "
-        "[--forfeittime=DAYS] [--totaltime=DAYS] | challenge USERID1 USERID2 [USERID3 [USERID4]] [...]  (without a "
+        "[--forfeittime=DAYS] [--totaltime=DAYS] [--clock=BANK+INCREMENT[/CAP][,auto]] [--weekends] | challenge USERID1 USERID2 [USERID3 [USERID4]] [...]  (without a "
         "password: confirmed by Reply from USERID's registered address)",
         (("challenge U P OPPONENT... [-long|-medium|-short|-master] [--nagtime=D] [--forfeittime=D] [--totaltime=D]",
           "a new board at once (you sit first)"),
+         ("  --clock=BANK+INC[/CAP][,auto]", "a time bank in days (h: hours), e.g. --clock=10+2/20 or --clock=36h+12h: "
+          "it runs on your turn and gains INC after each move, up to CAP; when it runs out the opponent may claim "
+          "the win (,auto: you lose at once)"),
+         ("  --weekends", "clocks stop on Saturdays and Sundays (in your digest's time zone, else UTC)"),
          ("challenge U1 U2 [U3 [U4]] ...", "without a password: confirmed by Reply from your registered address before "
           "it opens")),
         # the second word is masked whichever form it is (issue 36): it is a password
@@ -189,11 +195,12 @@ BOARD_COMMANDS: tuple[CommandDecl, ...] = (
     ),
     CommandDecl(
         "move", "board",
-        "move BOARD USERID PASSWORD MOVE[#k] | move BOARD USERID PASSWORD propose|accept|reject|undo|resign",
+        "move BOARD USERID PASSWORD MOVE[#k] | move BOARD USERID PASSWORD propose|accept|reject|undo|resign|claim",
         (("move N U P MOVE[#k]", "play a move (#k: the ply number it must be)"),
          ("move N U P propose|accept|reject", "draw offer and vote"),
          ("move N U P undo", "ask to take back the last ply (voted like a draw)"),
-         ("move N U P resign", "resign (also: resign N U P)")),
+         ("move N U P resign", "resign (also: resign N U P)"),
+         ("move N U P claim", "claim the win when the opponent's clock has run out")),
         password_at=2, per_board=True, aliases=("board", "mvoe"),
     ),
     CommandDecl("resign", "board", "resign BOARD USERID PASSWORD", password_at=2, per_board=True),
@@ -243,8 +250,10 @@ BOARD_COMMANDS: tuple[CommandDecl, ...] = (
     CommandDecl("limit", "board", "limit USERID PASSWORD [n|inf|0]",
                 (("limit U P [n|inf|0]", "the most active games you take on"),), password_at=1),
     CommandDecl("seek", "board", "seek USERID PASSWORD n", (("seek U P n", "the games you look for"),), password_at=1),
-    CommandDecl("vacation", "board", "vacation USERID PASSWORD on|off",
-                (("vacation U P on|off", "no nags or forfeits while away"),), password_at=1),
+    CommandDecl("vacation", "board", "vacation USERID PASSWORD on [DAYS] | vacation USERID PASSWORD off",
+                (("vacation U P on [DAYS]", "every clock of yours stops (for DAYS; the year's vacation days are "
+                  "limited: status shows those left); your opponents are told"),
+                 ("vacation U P off", "back: your clocks run again")), password_at=1),
     CommandDecl(
         "tournament", "board",
         "tournament new USERID PASSWORD NAME -roundrobin|-double|-swiss ROUNDS|-knockout [--players=MIN-MAX] "

@@ -5,7 +5,9 @@ error reply adds the command's usage."""
 from __future__ import annotations
 
 import re
+from typing import Any
 
+from ..clocks import parse_clock
 from ..commands import Command
 from ..gametypes import GAME_TYPES
 from ..inbound import is_valid_address
@@ -136,6 +138,31 @@ def notice(ctx: Ctx, subject: str, *lines: str) -> None:
 
 TIMER_OPTIONS = ("nagtime", "forfeittime", "totaltime")
 """pbmserv's timer options of a board (``--nagtime=DAYS`` ...), on challenge and tournament"""
+
+
+def board_options(given: dict[str, str]) -> dict[str, Any]:
+    """A challenge's (or tournament's) board options, checked: pbmserv's timers in
+    days, ``--clock=BANK+INC[/CAP][,auto]`` (a time bank) and ``--weekends``
+    (issue 40; stored as :mod:`..clocks` reads them)."""
+    options: dict[str, Any] = {}
+    for key, value in given.items():
+        if key == "clock":
+            try:
+                options[key] = parse_clock(value).as_option()
+            except ValueError as exc:
+                raise CommandError(str(exc)) from None
+        elif key == "weekends":
+            if value not in ("", "on", "yes"):
+                raise CommandError("--weekends takes no value")
+            options[key] = True
+        elif key in TIMER_OPTIONS:
+            options[key] = timer_days(key, value)
+        else:
+            raise CommandError(f"unknown option --{key[:30]}; the options are --nagtime, --forfeittime, --totaltime, "
+                               "--clock, --weekends")  # fmt: skip
+    if "clock" in options and ({"forfeittime", "totaltime"} & options.keys()):
+        raise CommandError("a board with --clock has no --forfeittime or --totaltime: the bank is its time limit")
+    return options
 
 
 def timer_days(key: str, value: str) -> float:

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 from markupsafe import escape
 
+from ..clocks import clock_of
 from ..commands import Command
 from ..gametypes import DEFAULT_GAME_TYPE, board_games, board_rules, game_title
 from ..gametypes.base import BoardPosition
@@ -22,6 +23,10 @@ from ..store.tournaments import Tournaments
 from .args import shortened
 from .bounces import silent_lines
 from .context import CommandError, Ctx, Mail
+from .deadlines import time_line
+from .seating import position as position
+from .seating import seat_by_army as seat_by_army
+from .seating import seat_of as seat_of
 
 RESIGN, FORFEIT = NOT_MOVES
 HINT_MARK = "PBMSERVREPLYHINTMARK"
@@ -57,24 +62,6 @@ async def load_game(ctx: Ctx, cmd: Command, word: str, *, lock: bool = True) -> 
         raise CommandError(f"there is no {game_title(game_type)} board {number}", game_type=game_type)
     ctx.board = str(number)
     return game, at
-
-
-def position(game: Game) -> BoardPosition:
-    return board_rules(game.game_type).load(game.position)  # type: ignore[no-any-return]
-
-
-def seat_of(game: Game, user: User) -> Seat | None:
-    for seat in game.seats:
-        if seat.user_id == user.id:
-            return seat
-    return None
-
-
-def seat_by_army(game: Game, army: int) -> Seat:
-    for seat in game.seats:
-        if seat.seat == army:
-            return seat
-    raise LookupError(army)
 
 
 def require_player(game: Game, user: User, cmd: Command) -> Seat:
@@ -166,6 +153,9 @@ async def game_view(
         status = status_lines(game, pos, game.ply + len(tried or []))
     if game.tournament_id is not None:
         status = [*status, await tournament_line(ctx, game)]
+    clock = time_line(ctx, game) if upto is None and not tried else None
+    if clock:
+        status = [*status, clock]
     names = [s.user.userid for s in game.seats]
     plies = [(m.seat, m.move + (" (Auto)" if m.auto else "")) for m in moves] + list(tried or [])
     first_round = (moves[0].ply - 1) // max(1, len(game.seats)) if moves else 0
@@ -225,6 +215,11 @@ def option_text(name: str, value: object) -> str:
         return f"forfeit after {days(value)}"
     if name == "totaltime":
         return f"{days(value)} of thinking time each"
+    if name == "clock" and isinstance(value, dict):
+        clock = clock_of({"clock": value})
+        return "clock: " + clock.text() if clock else "clock"
+    if name == "weekends":
+        return "no clock on weekends"
     return f"{name} {value}"
 
 

@@ -28,7 +28,7 @@ from ..inbound import InboundMail, is_valid_address, never_answer
 from ..store import Confirmations, Database, Digests, MailUndo, UnitOfWork, utcnow
 from ..store.models import DELETED_HASH_PREFIX
 from ..store.repos import Users
-from . import analysis, authentic, confirmations, digests, keyed, robots, solitaire, timers, tournaments, webplay
+from . import analysis, authentic, confirmations, digests, keyed, robots, solitaire, timers, tournaments, vacations, webplay
 from .analysis import AnalysisTurn
 from .args import MissingArguments, missing_reason, notice
 from .boards import ROUTINE_ROUNDS
@@ -149,7 +149,11 @@ class Service:
         async with UnitOfWork(self.db) as uow:
             if await Confirmations(uow.session).purge(now - confirmations.TTL):
                 await uow.commit()
-        handled = 0
+        async with UnitOfWork(self.db) as uow:
+            ctx = self.context(uow, now)
+            handled = await vacations.end_due(ctx)  # vacations whose time is up: the clocks run again
+            queued += self.queue_replies(ctx, min(now, utcnow()))
+            await uow.commit()
         while True:
             async with UnitOfWork(self.db) as uow:
                 games = await uow.games.due(now, limit=batch)

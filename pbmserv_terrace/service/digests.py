@@ -33,12 +33,13 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, time, timedelta
 from typing import Any
 
+from ..clocks import clock_of, duration
 from ..gametypes import GAME_TYPES, board_rules, game_title
 from ..render import render
 from ..store import Digest, Digests, Game, User
-from .boards import board_url, example_move, position, seat_of
+from .boards import board_url, example_move, position, seat_by_army, seat_of
 from .context import CommandError, Ctx, Mail
-from .deadlines import forfeit_at
+from .deadlines import away, seconds_left
 from .replykeys import board_version, key_address, make_digest_key
 
 MAX_LINES = 50
@@ -142,13 +143,6 @@ def awaits(game: Game, user: User) -> str:
     return "your move" if position(game).to_move == seat.seat else ""
 
 
-def left_text(delta: timedelta) -> str:
-    hours = max(0, int(delta.total_seconds() // 3600))
-    if hours >= 48:
-        return f"{hours // 24} days"
-    return f"{hours} hours" if hours != 1 else "1 hour"
-
-
 async def _turn_board(ctx: Ctx, game: Game, user: User, what: str) -> TurnBoard:
     pos = position(game)
     moves = await ctx.uow.moves.last_plies(game.id, 1)
@@ -157,7 +151,13 @@ async def _turn_board(ctx: Ctx, game: Game, user: User, what: str) -> TurnBoard:
         who = next((s.user.userid for s in game.seats if s.seat == moves[-1].seat), "?")
         last = f"{who} played {moves[-1].move}"
     opponents = ", ".join(s.user.userid for s in game.seats if s.user_id != user.id)
-    left = "no clock while you are on vacation" if user.vacation else left_text(forfeit_at(ctx, game) - ctx.now)
+    if what != "your move":
+        left = ""
+    elif away(ctx, user):
+        left = "no clock while you are on vacation"
+    else:
+        seconds = seconds_left(ctx, game, seat_by_army(game, pos.to_move))
+        left = duration(seconds) + (" on your clock" if clock_of(game.options) else "") if seconds > 0 else "out of time"
     example = example_move(game, pos) if what == "your move" else ("accept" if what.startswith("answer") else "")
     return TurnBoard(game_title(game.game_type), game.board_number, opponents, game.ply, last, left,
                      board_rules(game.game_type).board_text(pos), example, what, web_url=board_url(ctx, game))  # fmt: skip

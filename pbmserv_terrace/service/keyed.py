@@ -44,7 +44,7 @@ from .replykeys import (
 from .solitaire import reply_to_table
 
 BOARD_GAMES = frozenset(board_games())
-PLY_BOUND = frozenset({"move", "resign", "propose", "accept", "reject", "undo", "queue"})
+PLY_BOUND = frozenset({"move", "resign", "propose", "accept", "reject", "undo", "claim", "queue"})
 def reply_usage(game_type: str | None) -> str:
     """The usage of a reply to a board mail of ``game_type`` (with a move of its
     own when it is known; a solitaire's replies are its own)."""
@@ -236,7 +236,7 @@ def _command(game: Game, user: User, said: ReplyCommand) -> Command:
         return Command("move", kind, [board, uid, "", said.argument], comment=said.comment, text=said.argument)
     if said.verb == "queue":
         return Command("queue", kind, [board, uid, "", said.argument], comment=said.comment, text=f"queue {said.argument}")
-    if said.verb in ("resign", "propose", "accept", "reject", "undo"):
+    if said.verb in ("resign", "propose", "accept", "reject", "undo", "claim"):
         return Command("move", kind, [board, uid, "", said.verb], comment=said.comment, text=said.verb)
     if said.verb == "show":
         return Command("show", kind, [board], text="show")
@@ -264,7 +264,7 @@ def what_was_said(said: ReplyCommand) -> str:
     if said.verb == "queue":
         return f"your queued move {said.argument[:40]}"
     return {"propose": "your draw offer", "undo": "your undo request", "resign": "your resignation",
-            "accept": "your accept", "reject": "your reject"}.get(said.verb, "your reply")  # fmt: skip
+            "accept": "your accept", "reject": "your reject", "claim": "your claim"}.get(said.verb, "your reply")  # fmt: skip
 
 
 async def _moved_on(ctx: Ctx, game: Game, user: User, said: ReplyCommand) -> None:
@@ -314,7 +314,7 @@ async def key_error_replies(ctx: Ctx) -> None:
 
 
 # -------------------------------------------------------------- digest replies
-DIGEST_VERBS = frozenset({"move", "queue", "resign", "propose", "accept", "reject", "undo"})
+DIGEST_VERBS = frozenset({"move", "queue", "resign", "propose", "accept", "reject", "undo", "claim"})
 """what a line of a Reply to a digest may say (after its board number)"""
 DIGEST_USAGE = "reply to a digest with one line per board: its number, then your move, e.g. 101 d2-e3 (mail 'help reply')"
 

@@ -6,13 +6,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..clocks import clock_of, duration
 from ..commands import Command
 from ..commands.parse import redact
 from ..gametypes import DEFAULT_GAME_TYPE, board_rules, game_title
 from ..render import CommentView
 from ..store import Game, Seat, Subscription, User
 from . import confirmations
-from .args import TIMER_OPTIONS, check_userid, joined_move, need, notice, shortened, timer_days
+from .args import board_options, check_userid, joined_move, need, notice, shortened
 from .boards import (
     FORFEIT,
     RESIGN,
@@ -28,6 +29,8 @@ from .boards import (
     take_comment,
 )
 from .context import CommandError, Ctx
+from .deadlines import mover
+from .deadlines import seconds_left as seat_left
 from .plies import (
     after_ply,
     clear_votes,
@@ -39,6 +42,7 @@ from .plies import (
 )
 from .robots import check_robot_games
 from .spec import command
+from .timers import forfeit
 
 MAX_QUEUE = 10
 
@@ -93,7 +97,7 @@ async def _confirmed_challenge(ctx: Ctx, payload: dict[str, Any], user: User) ->
     await _open_board(ctx, cmd, game_type, variant, options, users, user.userid)
 
 
-async def _challenge_checks(ctx: Ctx, cmd: Command, words: list[str]) -> tuple[str, str, dict[str, float], list[User]]:
+async def _challenge_checks(ctx: Ctx, cmd: Command, words: list[str]) -> tuple[str, str, dict[str, Any], list[User]]:
     """The game type, setup, timer options and players of a challenge, every
     refusal raised (COMMANDS.md §3)."""
     game_type = cmd.game_type or DEFAULT_GAME_TYPE
@@ -109,11 +113,7 @@ async def _challenge_checks(ctx: Ctx, cmd: Command, words: list[str]) -> tuple[s
         raise CommandError(
             f"unknown or repeated setup '-{(unknown or params)[0]}'; the setups are {', '.join('-' + s for s in setups)}",
         )
-    options: dict[str, float] = {}
-    for key, value in cmd.options.items():
-        if key not in TIMER_OPTIONS:
-            raise CommandError(f"unknown option --{key[:30]}; the options are --nagtime, --forfeittime, --totaltime")
-        options[key] = timer_days(key, value)
+    options = board_options(cmd.options)
     nag = options.get("nagtime", ctx.config.timers.nagtime)
     if options.get("forfeittime", max(ctx.config.timers.forfeittime, nag)) < nag:
         raise CommandError("--forfeittime must not be shorter than --nagtime")
@@ -155,7 +155,7 @@ async def _challenge_checks(ctx: Ctx, cmd: Command, words: list[str]) -> tuple[s
 
 
 async def _open_board(
-    ctx: Ctx, cmd: Command, game_type: str, variant: str, options: dict[str, float], users: list[User], author: str
+    ctx: Ctx, cmd: Command, game_type: str, variant: str, options: dict[str, Any], users: list[User], author: str
 ) -> None:
     """The new board, its subscribers, its timers and its first mail; the comment
     is signed with the challenger's userid (never an address: addresses are not
@@ -363,7 +363,24 @@ async def _resign(ctx: Ctx, cmd: Command, game: Game, user: User, seat: Seat) ->
     await mail_game(ctx, game, headline=f"{user.userid} resigns", comment=comment, notes=notes)
 
 
-VOTES = {"propose": _propose, "accept": _accept, "reject": _reject, "undo": _undo, "resign": _resign}
+async def _claim(ctx: Ctx, cmd: Command, game: Game, user: User, seat: Seat) -> None:
+    """``move N U P claim`` (issue 40 item 3): on a ``--clock`` board whose player
+    to move has run out of time, another player claims the win; that player
+    forfeits on time."""
+    if clock_of(game.options) is None:
+        raise board_error(game, f"board {game.board_number} has no --clock, so there is nothing to claim")
+    out = mover(game)
+    if out is seat:
+        raise board_error(game, "it is your own turn: only your opponent can be out of time now")
+    if not seat.active:
+        raise board_error(game, f"{user.userid} is out of the game on board {game.board_number}")
+    if out.flagged_at is None and seat_left(ctx, game, out) > 0:
+        raise board_error(game, f"{out.user.userid} still has {duration(seat_left(ctx, game, out))} on the clock; "
+                                "you can claim only once it has run out")  # fmt: skip
+    await forfeit(ctx, game, out, position(game), "ran out of time", claimed_by=user.userid)
+
+
+VOTES = {"propose": _propose, "accept": _accept, "reject": _reject, "undo": _undo, "resign": _resign, "claim": _claim}
 
 
 @command("resign", game=True)

@@ -10,7 +10,7 @@ from ..render import CommentView, render
 from ..store import FinishedGame, Game, MoveRecord, Seat, User
 from .boards import FORFEIT, RESIGN, game_view, mail_game, position, seat_by_army, send_board, subject_for
 from .context import CommandError, Ctx
-from .deadlines import next_deadline
+from .deadlines import after_move, next_deadline
 from .ratings import apply_ratings
 from .solitaire import abandon
 
@@ -22,11 +22,8 @@ ENDED_IN_TOURNAMENTS = "tournament_boards_ended"
 async def record_ply(ctx: Ctx, game: Game, seat: Seat, text: str, *, auto: bool = False) -> None:
     game.ply += 1
     ctx.uow.moves.add(MoveRecord(game_id=game.id, ply=game.ply, seat=seat.seat, move=text, auto=auto, played_at=ctx.now))
-    elapsed = (ctx.now - game.last_move_at).total_seconds()
-    seat.clock_seconds += max(0.0, elapsed)
+    after_move(ctx, game, seat)  # the mover's time booked (and bank credited), the next clock started
     game.last_move_at = ctx.now
-    for s in game.seats:
-        s.nagged_at = None
 
 
 def schedule(ctx: Ctx, game: Game) -> None:
@@ -180,11 +177,12 @@ async def first_round_removal(ctx: Ctx, game: Game, seat: Seat, how: str, commen
     for i, s in enumerate(remaining):
         s.seat = i + 1
         s.active, s.resign_pending, s.queued_moves, s.submitted_move, s.clock_seconds = True, False, [], None, 0.0
+        s.turn_seconds, s.bank_seconds, s.flagged_at, s.nagged_at = 0.0, None, None, None
     game.taken_back = (game.taken_back or 0) + game.ply
     game.variant, game.position, game.start_position, game.ply = variant, start, start, 0
     game.rated = False
     game.draw_votes, game.undo_votes = [], []
-    game.last_move_at = ctx.now
+    game.last_move_at = game.clock_from = ctx.now
     schedule(ctx, game)
     await ctx.uow.flush()
     view = await game_view(ctx, game, notes=[f"{leaving} {how} in the first round; the game restarts without them (unrated)."])

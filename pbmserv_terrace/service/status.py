@@ -13,6 +13,7 @@ from .boards import position, seat_by_army, seat_of
 from .context import Ctx
 from .digests import describe
 from .spec import command
+from .vacations import vacation_status
 
 ORDER = {name: i for i, name in enumerate(GAME_TYPES)}
 
@@ -67,7 +68,7 @@ async def status(ctx: Ctx, cmd: Command) -> None:
         "",
         "Your settings:",
         f"  Pictures in board mails:   {_on(user.pictures)}",
-        f"  Vacation:                  {_on(user.vacation)}",
+        f"  Vacation:                  {vacation_status(ctx, user)}",
         f"  Digest:                    {describe(user.digest)}",
         "  Reminders:                 " + ("the board's nag time" if user.remind_hours is None else "off"
                                            if user.remind_hours <= 0 else f"{user.remind_hours:g} hours before a forfeit"),

@@ -17,6 +17,7 @@ from .boards import (
 )
 from .context import CommandError, Ctx
 from .spec import command
+from .vacations import end_vacation, start_vacation
 
 
 # ------------------------------------------------------------------------ chat
@@ -160,11 +161,21 @@ async def seek(ctx: Ctx, cmd: Command) -> None:
 
 @command("vacation", game=True)
 async def vacation(ctx: Ctx, cmd: Command) -> None:
-    words = need(cmd, 3, 3)
+    """``vacation U P on [DAYS]`` / ``off`` (issue 40 item 4: :mod:`.vacations`)."""
+    words = need(cmd, 3, 4)
     user = await ctx.auth(words[0], words[1])
     value = words[2].lower()
-    if value not in ("on", "off"):
-        raise CommandError("vacation is 'on' or 'off'")
-    user.vacation = value == "on"
-    notice(ctx, f"{ctx.server_name}: vacation", f"Vacation for {user.userid} is {value}: "
-           + ("no nags and no forfeits until you turn it off." if user.vacation else "timers run again."))  # fmt: skip
+    if value not in ("on", "off") or (value == "off" and len(words) == 4):
+        raise CommandError("vacation is 'on' (optionally for a number of days) or 'off'")
+    if value == "off":
+        notice(ctx, f"{ctx.server_name}: vacation", await end_vacation(ctx, user))
+        return
+    days = None
+    if len(words) == 4:
+        try:
+            days = float(words[3])
+        except ValueError:
+            days = -1.0
+        if not 0 < days <= 366:
+            raise CommandError(f"'{words[3][:20]}' is not a number of days (1 to the days you have left)")
+    notice(ctx, f"{ctx.server_name}: vacation", await start_vacation(ctx, user, days))

@@ -181,6 +181,12 @@ class Users:
         rows = await self.s.execute(select(User).where(User.signed_off.is_(False)).order_by(User.userid))
         return list(rows.scalars())
 
+    async def on_vacation(self) -> list[User]:
+        """Users with a vacation begun and not yet closed (issue 40: the timers end
+        those whose time is up)."""
+        rows = await self.s.execute(select(User).where(User.vacation_since.is_not(None)).order_by(User.id))
+        return list(rows.scalars())
+
     async def notify_all_users(self) -> list[User]:
         rows = await self.s.execute(select(User).where(User.notify_all.is_(True)).order_by(User.userid))
         return list(rows.scalars())

@@ -110,7 +110,7 @@ def test_moves_are_held_for_the_digest_and_sent_once_at_its_time(h):
     assert digest.subject == "PBM Server: digest for ann, your turn on 2 boards"
     assert "Terrace Board 101 against ben: your move, ply 3" in digest.body
     assert "Terrace Board 102 against ben" in digest.body and "Board 103 against" not in digest.body
-    assert "Last move: ben played B-d7-d6" in digest.body and "Time left: 20 days" in digest.body
+    assert "Last move: ben played B-d7-d6" in digest.body and "Time left: 20d " in digest.body
     assert "Since your last digest: Terrace Board 101: ben played B-d7-d6" in digest.body
     key = key_in_address(SERVER, parseaddr(digest.headers["reply-to"])[1])
     assert key is not None and len(key) == DIGEST_KEY_LENGTH != KEY_LENGTH
