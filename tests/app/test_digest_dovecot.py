@@ -105,3 +105,46 @@ def test_ten_boards_one_digest_one_reply_five_moves(serve_factory, relay, player
     nxt = timers_at(serve, (first + timedelta(days=1)).isoformat())
     assert "digest for ann, your turn on 7 boards" in nxt
     assert serve.stop() == 0
+
+
+def test_a_clock_runs_out_is_claimed_by_reply_and_a_vacation_stops_every_clock(serve_factory, relay, players: Players, tmp_path):
+    """Issue 40 items 3-4 through the real mail path: ben's bank runs out on board
+    101 and ann claims the win by Reply to the mail that told her; meanwhile her
+    vacation keeps her own bank on board 102 full until she is back."""
+    serve = serve_factory(relay).start()
+    db = tmp_path / "serve.db"
+    for name in ("ann", "ben", "cat"):
+        players.signup(name)
+    players.send("ann", "terrace challenge ann pw-ann ben --clock=1+1")
+    players.send("ann", "terrace challenge ann pw-ann cat --clock=3+0")
+    players.wait("ben")
+    players.wait("cat")
+    players.wait("ann", 2)
+    for who, board, move, ply in (("ann", 101, "d2-e3", 1), ("ben", 101, "e7-d6", 2), ("ann", 101, "e3-f4", 3),
+                                  ("ann", 102, "d2-e3", 1), ("cat", 102, "e7-d6", 2)):  # fmt: skip
+        players.send(who, f"terrace move {board} {who} pw-{who} {move}")
+        until(f"{who} played on {board}", lambda b=board, p=ply: plies(db).get(b) == p)
+    for name, count in (("ann", 5), ("ben", 3), ("cat", 2)):
+        players.wait(name, count)
+    start = utcnow()
+    players.send("ann", "vacation ann pw-ann on 2")
+    assert "Vacation for ann is on until" in " ".join(body(players.wait("ann")[0]).split())
+    assert "ann is on vacation" in body(players.wait("cat")[0])
+    assert "ann is on vacation" in body(players.wait("ben")[0])
+    # four days on: ben (two days in his bank) is out of time; ann's vacation has
+    # ended after two days, and her bank of three days has run only since then
+    printed = timers_at(serve, (start + timedelta(days=4)).isoformat())
+    assert "ben is out of time" in printed and "you are out of time" in printed and "ann is back" in printed
+    assert "ann is out of time" not in printed
+    mails = players.wait("ann", 2)
+    told = next(m for m in mails if "ben is out of time" in str(m["Subject"]))
+    assert {str(m["Subject"]).split(": ", 1)[-1] for m in players.wait("cat")} == {"ann is back"}
+    players.wait("ben", 2)
+    players.reply("ann", told, "claim")
+    end = body(players.wait("ben")[0])
+    assert "ben ran out of time; ann claimed the win." in end
+    until("board 101 ended", lambda: 101 not in plies(db))
+    # a day later her bank on board 102 has run out too
+    printed = timers_at(serve, (start + timedelta(days=5, hours=1)).isoformat())
+    assert "ann is out of time" in printed
+    assert serve.stop() == 0
