@@ -138,6 +138,8 @@ def notice(ctx: Ctx, subject: str, *lines: str) -> None:
 
 TIMER_OPTIONS = ("nagtime", "forfeittime", "totaltime")
 """pbmserv's timer options of a board (``--nagtime=DAYS`` ...), on challenge and tournament"""
+CLOCK_OPTIONS = ("clock", "weekends")
+"""a board's time bank and weekends off (issue 40), on challenge and tournament"""
 
 
 def board_options(given: dict[str, str]) -> dict[str, Any]:

@@ -44,7 +44,7 @@ from ..tournament import (
     standings,
     swiss_pairings,
 )
-from .args import TIMER_OPTIONS, notice, timer_days
+from .args import CLOCK_OPTIONS, TIMER_OPTIONS, board_options, notice
 from .boards import FORFEIT, mail_game, position, seat_of
 from .context import CommandError, Ctx
 from .plies import ENDED_IN_TOURNAMENTS, after_ply, first_round_removal, resign_seat, schedule
@@ -156,12 +156,13 @@ async def _new(ctx: Ctx, cmd: Command, game_type: str, words: list[str]) -> None
     name = " ".join(name_words).strip()
     if not name or len(name) > 60 or not name.isprintable():
         raise CommandError("the tournament's name must be 1 to 60 printable characters")
-    options: dict[str, float] = {}
+    board_keys = {k: v for k, v in cmd.options.items() if k in (*TIMER_OPTIONS, *CLOCK_OPTIONS)}
+    options = board_options(board_keys)  # the boards' timers and clock, as a challenge takes them
     low, high = 2, MOST_PLAYERS
     start_at: datetime | None = None
     for key, value in cmd.options.items():
-        if key in TIMER_OPTIONS:
-            options[key] = timer_days(key, value)
+        if key in board_keys:
+            continue
         elif key == "players":
             m = _PLAYERS.match(value)
             if not m:
@@ -181,7 +182,7 @@ async def _new(ctx: Ctx, cmd: Command, game_type: str, words: list[str]) -> None
                 raise CommandError("--start must be a day still to come")
         else:
             raise CommandError(f"unknown option --{key[:30]}; the options are --players, --start, --nagtime, "
-                               "--forfeittime, --totaltime")  # fmt: skip
+                               "--forfeittime, --totaltime, --clock, --weekends")  # fmt: skip
     nag = options.get("nagtime", ctx.config.timers.nagtime)
     if options.get("forfeittime", max(ctx.config.timers.forfeittime, nag)) < nag:
         raise CommandError("--forfeittime must not be shorter than --nagtime")
@@ -189,7 +190,7 @@ async def _new(ctx: Ctx, cmd: Command, game_type: str, words: list[str]) -> None
     mine = [t for t in await repo.listing(1000) if t.organizer_id == organizer.id and t.status == "open"]
     if len(mine) >= MOST_OPEN_PER_ORGANIZER:
         raise CommandError(f"you already have {len(mine)} tournaments open for entries; start or fill one first")
-    option_text = " ".join([*(f"-{s}" for s in setups), *(f"--{k}={v:g}" for k, v in sorted(options.items()))])
+    option_text = " ".join([*(f"-{s}" for s in setups), *(f"--{k}={v}" if v else f"--{k}" for k, v in sorted(board_keys.items()))])
     t = Tournament(
         number=await repo.next_number(), game_type=game_type, name=name, system=system, swiss_rounds=swiss_rounds,
         rounds=0, min_players=low, max_players=high, start_at=start_at, setup=setups[0] if setups else "",

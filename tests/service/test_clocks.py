@@ -232,3 +232,17 @@ def test_weekends_off_per_board(cw):
     h.move(101, "ann", "d2-e3")  # ben's clock starts on Friday 18:00 UTC
     assert not any("out of time" in r.subject for r in cw.later(timedelta(days=2, hours=22)))  # Monday 16:00
     assert any("ben is out of time" in r.subject for r in cw.later(timedelta(hours=2)))  # Monday 18:00
+
+
+def test_a_tournament_gives_its_boards_the_clock(cw):
+    h = cw.h
+    out = h.send("ann", "terrace tournament new ann pw-ann Blitz -roundrobin --clock=36h+12h --weekends")
+    assert "--clock=36h+12h --weekends" in out[0].body
+    out = h.send("ann", "terrace tournament new ann pw-ann Bad -roundrobin --clock=fast")
+    assert "cannot read --clock" in out[0].body
+    for name in ("ben", "cat"):
+        h.send(name, f"terrace tournament join 1 {name} pw-{name}")
+    out = h.send("ann", "terrace tournament start 1 ann pw-ann")
+    boards = [r for r in out if "Time left:" in r.body]
+    assert boards and all("1d 12h" in r.body for r in boards)
+    assert "clock: 1d 12h bank + 12h a move" in boards[0].body and "no clock on weekends" in boards[0].body
