@@ -47,9 +47,9 @@ from ..mail.delivery import (
     staged_name,
 )
 from ..mail.message import Outgoing
-from ..service.bounces import bounce_key
+from ..service.bounces import bounce_key, record_refusal
 from ..service.replykeys import SECRET_NAME
-from ..store import Database, OutboxMessage, leases, utcnow
+from ..store import Database, OutboxMessage, UnitOfWork, leases, utcnow
 from ..store.autocommit import autocommit
 from ..store.repos import Outbox, Secrets
 from .compose import to_outgoing
@@ -208,8 +208,9 @@ class OutboxSenders:
                 tried += 1
                 # composed now, not while the last one's outcome was being committed:
                 # from the MTA's 250 to that commit this sender does nothing else
+                refused = ""
                 try:
-                    await _send_one(row, self._compose(row), self.delivery, self.config, self.result)
+                    refused = await _send_one(row, self._compose(row), self.delivery, self.config, self.result)
                 except Throttled as exc:
                     self._throttled(exc)
                 else:
@@ -220,6 +221,13 @@ class OutboxSenders:
                     if row.attempts:  # tried: kept, to be written before anything else (never sent again)
                         self._unrecorded.append(row)
                     raise
+                if refused and await self._bounced(row, refused):  # (after the outcome, in a transaction of its own)
+                    # the address is marked bouncing: its replies in this claim are not sent (failed with the others)
+                    address = row.recipient.lower()
+                    held = [r for r in rows if r.recipient.lower() == address]
+                    rows = [r for r in rows if r.recipient.lower() != address]
+                    if held and not self.db.is_sqlite:
+                        await self._release(held)
             if rows and not self.db.is_sqlite:
                 await self._release(rows)  # not tried (a pause began): for any worker again
         except BaseException:
@@ -230,6 +238,22 @@ class OutboxSenders:
             # (an unrecorded reply's recipient stays busy until its outcome is written)
             self._busy.difference_update(mine - {r.recipient.lower() for r in self._unrecorded})
         return tried, left_out
+
+    async def _bounced(self, row: OutboxMessage, status: str) -> bool:
+        """The MTA refused the reply's recipient (5xx at ``RCPT``): a hard bounce of
+        that address, counted once the refusal's outcome is committed
+        (:func:`~..service.bounces.record_refusal`; once per reply).  Whether the
+        address is now marked bouncing.  If counting fails the outcome stands and
+        the failure is logged."""
+        try:
+            async with UnitOfWork(self.db) as uow:
+                said, marked = await record_refusal(uow, row.id, status, self.config, utcnow())
+                await uow.commit()
+        except Exception:
+            log.exception("counting the refusal of reply %s to %s as a bounce failed", row.message_id, row.recipient)
+            return False
+        log.info("reply %s refused at send time: %s", row.message_id, said)
+        return marked
 
     def _count(self, row: OutboxMessage) -> None:
         if row.state == "sent":
@@ -476,16 +500,18 @@ async def drain_outbox(
 
 async def _send_one(
     row: OutboxMessage, message: Awaitable[Outgoing], delivery: Delivery, config: Config, result: DrainResult
-) -> None:
+) -> str:
     """Send one reply (``message``: its composition, under way) and note the
-    outcome on ``row`` (:func:`_note`)."""
+    outcome on ``row`` (:func:`_note`); the status with which the MTA refused its
+    recipient for good, else ''."""
     try:
         await delivery.deliver(await message, row.recipient)
     except Exception as exc:
         _note(row, exc, config, result)
-    else:
-        log.debug("reply %s to %s: taken by the MTA", row.message_id, row.recipient)  # (the crash tests count these)
-        _note(row, None, config, result)
+        return exc.refused if isinstance(exc, PermanentFailure) else ""
+    log.debug("reply %s to %s: taken by the MTA", row.message_id, row.recipient)  # (the crash tests count these)
+    _note(row, None, config, result)
+    return ""
 
 
 def _note(row: OutboxMessage, problem: Exception | None, config: Config, result: DrainResult) -> None:

@@ -42,7 +42,17 @@ log = logging.getLogger("pbmserv.outbound")
 
 
 class PermanentFailure(Exception):
-    """The recipient will never be reachable this way (5xx, bad address)."""
+    """The recipient will never be reachable this way (5xx, bad address).
+
+    ``refused`` is the status with which the MTA refused the recipient at ``RCPT``
+    (the enhanced code, ``5.1.1``, where its answer gives one, else the reply code,
+    ``550``): a hard bounce of that address at send time (issue 43), counted like
+    one that comes back later.  '' when the failure was not the recipient's (a
+    refused sender or message)."""
+
+    def __init__(self, message: str, refused: str = "") -> None:
+        super().__init__(message)
+        self.refused = refused
 
 
 class Throttled(Exception):
@@ -497,7 +507,7 @@ class SmtpDelivery:
             self._drop(client)
             codes = [r.code for r in exc.recipients]
             if codes and all(500 <= c < 600 for c in codes):
-                raise PermanentFailure(str(exc)) from exc
+                raise PermanentFailure(str(exc), refused_status(exc.recipients[0])) from exc
             if codes and all(c in THROTTLE_CODES for c in codes):
                 raise Throttled(str(exc)) from exc
             raise
@@ -517,6 +527,16 @@ class SmtpDelivery:
     def _drop(client: aiosmtplib.SMTP | None) -> None:
         if client is not None:
             client.close()
+
+
+def refused_status(refusal: aiosmtplib.SMTPRecipientRefused) -> str:
+    """The status of an MTA's refusal of a recipient: the enhanced status code
+    (RFC 3463) its answer begins with, else the reply code."""
+    code, _, _ = refusal.message.lstrip().partition(" ")
+    parts = code.split(".")
+    if len(parts) == 3 and parts[0] == "5" and all(p.isascii() and p.isdigit() and len(p) <= 3 for p in parts):
+        return code
+    return str(refusal.code)
 
 
 async def transmit(client: aiosmtplib.SMTP, message: Message | Outgoing, recipient: str) -> None:

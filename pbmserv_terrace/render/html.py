@@ -37,9 +37,12 @@ def board_html(
     alt: str,
     reply_hint: str = "",
     move_links: str = "",
+    notices: Sequence[str] = (),
 ) -> str:
     """The HTML document of a board mail.  ``move_links``: the block of
-    :func:`move_links_html` (HTML), after the picture.
+    :func:`move_links_html` (HTML), after the picture.  ``notices``: lines of
+    plain text after the comments, as the text part has them (a player whose
+    mail bounces: issue 43).
 
     ``cid`` is the Content-ID of the PNG part (without angle brackets), ``alt`` the
     picture's alt text (the game's ``picture_alt``).  The image is declared at the
@@ -59,6 +62,7 @@ def board_html(
             alt=alt,
             reply_hint=reply_hint,
             move_links=Markup(move_links),  # noqa: S704 (our own HTML: move_links_html)
+            notices=list(notices),
             width=rules.picture_width,
             army_fill={army: fill for army, (_, fill) in colours.items()},
             army_colour_name={army: name for army, (name, _) in colours.items()},

@@ -5,7 +5,7 @@ Playing and ending games is :mod:`.plies`."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from markupsafe import escape
 
@@ -365,6 +365,8 @@ class BoardPicture:
     view: GameView
     headline: str
     comment: CommentView | None = None
+    notices: list[str] = field(default_factory=list)
+    """lines after the comments, as the text part has them (players whose mail bounces)"""
     _drawn: str | None = field(default=None, init=False, repr=False)
 
     def html(self, hint: str, links: str = "") -> str:
@@ -383,8 +385,9 @@ class BoardPicture:
         alt = rules.picture_alt(rules.load(self.view.position)) if self.view.position else "the board"
         comments = [self.comment] if self.comment and self.comment.text else []
         return board_html(
-            self.view, headline=self.headline, comments=comments, cid=cid, alt=alt, reply_hint=hint, move_links=links
-        )
+            self.view, headline=self.headline, comments=comments, cid=cid, alt=alt, reply_hint=hint, move_links=links,
+            notices=self.notices,
+        )  # fmt: skip
 
     def spec(self) -> dict[str, object]:
         """What :mod:`pbmserv_terrace.app.compose` draws when the mail is sent."""
@@ -419,6 +422,8 @@ async def send_board(
     silent = silent_lines([s.user for s in game.seats])
     if silent:  # players the server cannot reach (their mail bounces: issue 43)
         body = body.rstrip("\n") + "\n\n" + "\n".join(silent) + "\n"
+        if picture is not None:  # the HTML part says it too
+            picture = replace(picture, notices=silent)
     for user in users:
         if user.id in done:
             continue

@@ -15,6 +15,9 @@ until its player writes again.
   Only permanent failures count (``Action: failed``, ``Status: 5.x.x``); a
   delay or a 4.x.x is ignored.  A VERP mail with no report counts only when a
   mailer daemon sent it (an out-of-office reply to the return path does not).
+- **At send time.** An MTA that refuses a reply's recipient with a 5xx at
+  ``RCPT`` is a hard bounce too (:func:`record_refusal`, called by the outbox
+  once that reply's outcome is committed): counted the same way, once per reply.
 - **Counting.** One row per bounced reply (``store.bounces``; a second report of
   the same reply adds nothing).  At ``[server] bounce_threshold`` bounces within
   ``bounce_window_days`` the address is marked in ``users.bouncing``: it gets no
@@ -141,6 +144,20 @@ async def record(uow: UnitOfWork, mail: InboundMail, config: Config, now: dateti
             return "a delivery report that names no reply of ours to the recipient that failed: nothing counted"
     said = [await _count(uow, row, status, config, now) for row, status in bounced]
     return "; ".join(said)
+
+
+async def record_refusal(uow: UnitOfWork, outbox_id: int, status: str, config: Config, now: datetime) -> tuple[str, bool]:
+    """The MTA refused the recipient of the reply ``outbox_id`` when we submitted
+    it (``RCPT`` answered 5xx, ``status`` its code): a hard bounce at send time,
+    counted as one that comes back later is (once per reply; in ``uow``, not
+    committed).  What it did, for the log, and whether the address is now marked
+    bouncing (nothing more is to be sent to it)."""
+    rows = await uow.outbox.of_ids([outbox_id])
+    if not rows:
+        return f"reply {outbox_id}, refused at send time, is gone: nothing counted", False
+    said = await _count(uow, rows[0], status, config, now)
+    address = rows[0].recipient.lower()
+    return said, any(address in u.bouncing for u in await uow.users.with_address(address))
 
 
 async def _count(uow: UnitOfWork, row: OutboxMessage, status: str, config: Config, now: datetime) -> str:

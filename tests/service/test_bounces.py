@@ -117,6 +117,7 @@ def test_three_bounces_stop_the_mail_and_the_next_mail_clears_it(h: Harness) -> 
     out = h.move(101, "ben", "d2-e3")
     assert [r.to for r in out] == ["ben@players.test"]
     assert SILENT in out[0].body
+    assert SILENT in out[0].html  # the HTML part says it too
     # a mail of ann's that proves nothing (no password, no key) changes nothing
     # (its answer goes to her: an answer to her own mail)
     late = help_to(h, "ann")
