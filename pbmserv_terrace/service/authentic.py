@@ -24,7 +24,7 @@ from . import confirmations, keyed
 from .guards import GuessGuard, dummy_hash
 from .passwords import PasswordCache
 from .registry import Registry
-from .replykeys import SECRET_NAME, decode_key, verify_key
+from .replykeys import SECRET_NAME, decode_digest_key, decode_key, verify_digest_key, verify_key
 
 
 async def refresh_senders(guessing: GuessGuard, registry: Registry, mails: Sequence[InboundMail]) -> None:
@@ -63,6 +63,14 @@ async def _one(
 ) -> str:  # fmt: skip
     sender = mail.sender.lower()
     key_text = keyed.key_text_of(mail, server_address)
+    if key_text is not None and keyed.is_digest_key(key_text):
+        digest = decode_digest_key(key_text)  # a Reply to a digest (issue 40): its user's key
+        assert digest is not None
+        user = await users.by_pk(digest.user_id)
+        secret = await _secret(secrets)
+        if user is None or secret is None or user.is_deleted:
+            return ""
+        return user.userid if verify_digest_key(secret, digest, user.key_generation) and _from_own(mail, user) else ""
     if key_text is not None:
         key = decode_key(key_text)
         user = await users.by_pk(key.user_id) if key is not None else None

@@ -234,6 +234,21 @@ def test_a_digest_key_works_only_for_its_user_and_from_their_address(h):
     assert "no longer valid" in mine(out, "ann").body
 
 
+def test_a_reply_to_a_digest_gets_through_a_forged_flood(h):
+    """Over the sender's throttle limit a mail is still answered when it proves
+    its writer: a digest key does, as a board key does (issue 36)."""
+    h.move(101, "ben", "d7-d6")
+    digest = timers_at(h, tomorrow_at(8, 0))[0]
+    h.service.throttle.per_minute = 5
+    for _ in range(8):  # eve floods under ann's From
+        h.send("ann", "help")
+    assert h.last is not None and h.last.status == "throttled"
+    out = answer(h, digest, "101 c2-d2")
+    assert "1 of 1 line played" in mine(out, "ann").subject and "ann played" in mine(out, "ben").body
+    forged = answer(h, digest, "102 c2-d2", strip_key=True)  # no key: the flood's limit holds it
+    assert forged == []
+
+
 # ----------------------------------------------------------------- reminders
 def test_a_reminder_once_per_board_and_turn_at_the_hours_chosen():
     h = Harness()
