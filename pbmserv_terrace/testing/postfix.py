@@ -141,10 +141,14 @@ class PostfixServer:
         retry: int = 2,
         hostname: str = "mta.test",
         transports: dict[str, str] | None = None,
+        chroot_lmtp: bool = False,
     ) -> None:
         self.lmtp_port, self.sasl_port = lmtp_port, sasl_port
         self.transports = dict(transports or {})
         """address → Postfix transport (``lmtp:unix:/path``), before ``virtual_transport``"""
+        self.chroot_lmtp = chroot_lmtp
+        """run the ``lmtp`` client chrooted in the queue directory, as Debian's master.cf does
+        (a ``lmtp:unix:`` path is then relative to the queue directory)"""
         self.domains, self.mailboxes = list(domains), list(mailboxes)
         self.retry, self.hostname = retry, hostname
         self.base: Path | None = None
@@ -186,6 +190,8 @@ class PostfixServer:
             )
         )
         master = MASTER_CF.format(smtp_port=self.smtp_port, submission_port=self.submission_port)
+        if self.chroot_lmtp:
+            master = master.replace("lmtp      unix  -       -       n", "lmtp      unix  -       -       y")
         if not self.sasl_port:  # no SASL: no submission service
             lines = master.splitlines()
             master = "\n".join([lines[0], *lines[6:]]) + "\n"

@@ -9,6 +9,7 @@ each answer in the INBOX; the mails left Postfix's queue by LMTP."""
 from __future__ import annotations
 
 import contextlib
+import grp
 import os
 import random
 import shutil
@@ -50,23 +51,48 @@ def dovecot() -> Iterator[DovecotServer]:
         yield d
 
 
+@pytest.fixture(params=["absolute", "debian-chroot"])
+def layout(request: pytest.FixtureRequest) -> str:
+    """Where the socket is: an absolute path Postfix's lmtp client reaches, or
+    deploy/postfix/README.md's Debian recipe — the client chrooted in the queue
+    directory, the socket in its ``pbmserv/`` folder (group postfix, setgid), the
+    transport path relative to it."""
+    return str(request.param)
+
+
 @pytest.fixture
-def postfix(dovecot: DovecotServer, socket_dir: Path) -> Iterator[PostfixServer]:
+def postfix(dovecot: DovecotServer, socket_dir: Path, layout: str) -> Iterator[PostfixServer]:
+    chroot = layout == "debian-chroot"
+    transport = "lmtp:unix:pbmserv/lmtp.sock" if chroot else f"lmtp:unix:{socket_dir / 'lmtp.sock'}"
     with PostfixServer(
         dovecot.lmtp_port, domains=["terrace.test", "players.test"], mailboxes=[SERVER, *(addr(p) for p in ACCOUNTS)],
-        sasl_port=dovecot.auth_port, transports={SERVER: f"lmtp:unix:{socket_dir / 'lmtp.sock'}"},
+        sasl_port=dovecot.auth_port, transports={SERVER: transport}, chroot_lmtp=chroot,
     ) as pf:  # fmt: skip
         yield pf
 
 
 @pytest.fixture
-def serve(tmp_path: Path, postfix: PostfixServer, socket_dir: Path) -> Iterator[subprocess.Popen[bytes]]:
+def socket_path(postfix: PostfixServer, socket_dir: Path, layout: str) -> Path:
+    if layout == "absolute":
+        return socket_dir / "lmtp.sock"
+    assert postfix.base is not None
+    folder = postfix.base / "queue" / "pbmserv"  # install -d -g postfix -m 2750 /var/spool/postfix/pbmserv
+    folder.mkdir()
+    os.chown(folder, 0, grp.getgrnam("postfix").gr_gid)
+    os.chmod(folder, 0o2750)
+    return folder / "lmtp.sock"
+
+
+@pytest.fixture
+def serve(tmp_path: Path, postfix: PostfixServer, socket_path: Path) -> Iterator[subprocess.Popen[bytes]]:
     config = tmp_path / "pbmserv.toml"
     config.write_text(
         f'[server]\naddress = "{SERVER}"\nname = "Test PBM Server"\ndatabase_url = "sqlite:///{tmp_path}/serve.db"\n'
         "health_port = 0\nscheduler_interval = 3600\n"
-        f'[lmtp]\nlisten = "unix:{socket_dir / "lmtp.sock"}"\nsocket_mode = "0660"\nsocket_group = "postfix"\n'
-        f'[smtp]\nhost = "127.0.0.1"\nport = {postfix.submission_port}\ntls = "none"\nuser = "{SERVER}"\n'
+        f'[lmtp]\nlisten = "unix:{socket_path}"\nsocket_mode = "0660"\n'
+        # the recipe's setgid folder gives the socket group postfix; elsewhere serve sets it
+        + ('socket_group = "postfix"\n' if socket_path.parent.stat().st_mode & 0o2000 == 0 else "")
+        + f'[smtp]\nhost = "127.0.0.1"\nport = {postfix.submission_port}\ntls = "none"\nuser = "{SERVER}"\n'
         'password = "server-secret"\nretry_base_seconds = 1\n',
         encoding="utf-8",
     )
