@@ -98,7 +98,7 @@ async def flag(ctx: Ctx, game: Game, seat: Seat) -> None:
     seat.flagged_at = ctx.now
     others = [s.user for s in game.seats if s.active and s is not seat]
     view = await game_view(ctx, game)
-    body = render("flag.txt", game=view, user=seat.user.userid, claim=True)
+    body = render("flag.txt", game=view, user=seat.user.userid, claim=True, first_round=game.ply < len(game.seats))
     await send_board(ctx, game, others, subject_for(game) + f" {seat.user.userid} is out of time", body)
     body = render("flag.txt", game=view, user=seat.user.userid, claim=False, others=", ".join(u.userid for u in others))
     await send_board(ctx, game, [seat.user], subject_for(game) + " you are out of time", body)
