@@ -73,8 +73,8 @@ class Clockwork:
 
 
 @pytest.fixture
-def cw(monkeypatch):
-    h = Harness()
+def cw(monkeypatch, db_url):
+    h = Harness(db_url)
     work = Clockwork(h, FRIDAY - timedelta(days=3))  # a Tuesday
     monkeypatch.setattr(core, "utcnow", lambda: work.now)
     h.signup("ann", "ben", "cat")
