@@ -10,7 +10,9 @@ The row's picture spec says what to draw.  A spec whose ``game`` names a solitai
 deal and the moves played (``variant``, ``deal``, ``moves``, and ``resigned`` when
 the game was given up): the table is replayed and drawn by the game's rules.  Any
 other spec (``game``, ``tpn``, ``last_move``) is a board, drawn by its game's rules
-(rows queued before specs named their game are read by the rules that read them)."""
+(rows queued before specs named their game are read by the rules that read them).
+A spec with ``chart`` ``evaluation`` is a game review's chart (issue 42: ``values``,
+``scale``, ``marks``, ``turning``, ``width``, ``height``; :mod:`..render.chart`)."""
 
 from __future__ import annotations
 
@@ -22,6 +24,7 @@ from email.message import Message
 from ..config import Config
 from ..gametypes import DEFAULT_GAME_TYPE, GAME_TYPES, board_game_of
 from ..mail.message import Outgoing, build_message
+from ..render.chart import evaluation_chart
 from ..service.bounces import bounce_address
 from ..store import OutboxMessage
 
@@ -63,9 +66,28 @@ def is_solitaire(spec: Mapping[str, object]) -> bool:
     return isinstance(game, str) and game in GAME_TYPES and GAME_TYPES[game].family == "solitaire"
 
 
+def chart_png(spec: Mapping[str, object]) -> bytes | None:
+    """The PNG of a review's evaluation chart (None, logged, for a spec it cannot read)."""
+    try:
+        values, marks = spec["values"], spec.get("marks") or []
+        if not isinstance(values, list) or not isinstance(marks, list):
+            raise TypeError("values and marks are lists")
+        turning = spec.get("turning")
+        return evaluation_chart(
+            [int(v) for v in values], int(str(spec["scale"])), [(int(p), str(c)) for p, c in marks],
+            int(str(turning)) if turning is not None else None, int(str(spec.get("width", 560))),
+            int(str(spec.get("height", 160))),
+        )  # fmt: skip
+    except (KeyError, ValueError, TypeError):
+        log.warning("no chart for %s: its spec cannot be read", str(spec.get("cid"))[:80], exc_info=True)
+        return None
+
+
 def picture_png(spec: Mapping[str, object]) -> bytes | None:
     """The PNG a row's picture spec asks for; None when a solitaire's table cannot be
     replayed (the mail then goes as text only rather than not at all)."""
+    if spec.get("chart") == "evaluation":
+        return chart_png(spec)
     if not is_solitaire(spec):
         return board_picture(spec_game(spec), str(spec["tpn"]), str(spec.get("last_move") or ""))
     moves = spec.get("moves", [])

@@ -17,6 +17,13 @@ the solver, :meth:`Service.hint_answer` sends the board mail with the hint.  The
 service's hint desk is told which boards are queued and done, so its bound on
 waiting hints counts them.
 
+And game reviews (issue 42, :mod:`..service.reviews`): a finished board whose
+review is owed comes as a :class:`ReviewTurn` (from the mail that ended it, the
+robot's last move's loop, or the start's rescan), the pool runs the engine's
+review within the operator's budget, :meth:`Service.review_answer` mails it once.
+A review the engine fails on is marked failed (never retried forever); one a
+dead pool or a stop interrupted stays owed and is made at the next start.
+
 The worker processes die with ``serve`` (issue 36): a ``serve`` killed with
 SIGKILL used to leave its engine worker (and with it multiprocessing's resource
 tracker, which lives until the last holder of its pipe ends) running under PID 1.
@@ -40,13 +47,15 @@ import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
+from typing import Any
 
 from ..lifecycle import pool_worker
 from ..service import HandleResult, Service
 from ..service.analysis import ANALYSIS_NODES, AnalysisTurn
 from ..service.analysis import compute as analysis_of
 from ..service.hints import HINT_SECONDS, desk_of, solve
-from ..service.robots import HintTurn, RobotTurn, think, to_say
+from ..service.reviews import budget, compute
+from ..service.robots import HintTurn, ReviewTurn, RobotTurn, think, to_say
 
 ROBOT_NICE = 5
 """the engine workers' niceness: a robot's move or a hint waits for the CPU while
@@ -77,6 +86,8 @@ async def play_inline(service: Service, turns: Iterable[RobotTurn]) -> list[Hand
                 result = await _hint_inline(service, turn)
                 if result is None:
                     continue
+            elif isinstance(turn, ReviewTurn):
+                result = await service.review_answer(turn, _review(service, turn))
             else:
                 move, comment = think(turn.game_type, turn.tpn, turn.level, turn.ply, turn.history)
                 result = await service.robot_move(turn, move, to_say(turn, comment))
@@ -118,6 +129,15 @@ async def _analysis_inline(service: Service, turn: AnalysisTurn) -> HandleResult
         return await service.analysis_answer(current, found)
     except Exception:
         log.exception("analysis %d: not answered now; it is made at the next start", turn.analysis_id)
+        return None
+
+
+def _review(service: Service, turn: ReviewTurn) -> dict[str, Any] | None:
+    """Pipe mode: the review computed here (None, and logged, when the engine fails)."""
+    try:
+        return compute(turn.game_type, turn.start, turn.moves, budget(service.config, len(turn.moves)))
+    except Exception:
+        log.exception("the review of %s %d failed; it is marked failed", turn.game_type, turn.board)
         return None
 
 
@@ -236,12 +256,18 @@ class RobotPlayer:
     async def _play(self, pool: ProcessPoolExecutor, key: tuple[str, int]) -> None:
         """While a robot is to move on this board: compute in a worker, apply."""
         loop = asyncio.get_running_loop()
-        answered: HintTurn | None = None
+        answered: RobotTurn | None = None
         while True:
             self.again.discard(key)
             turn = await self.service.robot_turn(*key)
             if turn is None or (turn.game_type, turn.board, turn.ply) in self.failed:
                 return
+            if isinstance(turn, ReviewTurn):
+                if turn == answered:
+                    return  # (answered, and the row still says it is owed: never a busy loop)
+                answered = turn
+                await self._review(pool, turn)
+                continue
             if isinstance(turn, HintTurn):
                 if turn == answered:
                     return  # (answered, and the board still says it waits: never a busy loop)
@@ -262,6 +288,25 @@ class RobotPlayer:
                 self.played += 1
             if result.outbox_ids:
                 self.on_replies()
+
+    async def _review(self, pool: ProcessPoolExecutor, turn: ReviewTurn) -> None:
+        """Compute the review of a finished board in a worker and mail it (once)."""
+        loop = asyncio.get_running_loop()
+        nodes = budget(self.service.config, len(turn.moves))
+        started = time.perf_counter()
+        try:
+            data = await loop.run_in_executor(pool, compute, turn.game_type, turn.start, turn.moves, nodes)
+        except BrokenProcessPool:
+            raise  # (a worker died: the review stays owed and is made at the next chance)
+        except Exception:
+            log.exception("the review of %s %d failed; it is marked failed", turn.game_type, turn.board)
+            data = None
+        log.info("review of %s %d: %d plies at %d nodes in %.1f s", turn.game_type, turn.board, len(turn.moves), nodes,
+                 time.perf_counter() - started)  # fmt: skip
+        result = await self.service.review_answer(turn, data)
+        log.info("%s", result.log_line())
+        if result.outbox_ids:
+            self.on_replies()
 
     async def _analyst(self, pool: ProcessPoolExecutor) -> None:
         """Analyses (``analyze N[#k]``), one at a time so that they never hold more

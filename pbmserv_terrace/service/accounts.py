@@ -81,10 +81,10 @@ def games_line() -> str:
 async def change(ctx: Ctx, cmd: Command) -> None:
     words = need(cmd, 3)
     what = words[0].lower()
-    if what not in ("password", "address", "addresses", "keys", "pictures", "public", "digest", "remind"):
+    if what not in ("password", "address", "addresses", "keys", "pictures", "public", "digest", "remind", "review"):
         raise CommandError(
             f"'change {words[0][:30]}': you can change your password, address, keys, pictures (on/off), public (on/off), "
-            "digest or remind"
+            "digest, remind or review (on/off)"
         )
     user = await ctx.auth(words[1], words[2])
     if what == "digest":
@@ -93,13 +93,20 @@ async def change(ctx: Ctx, cmd: Command) -> None:
     if what == "remind":
         await change_remind(ctx, user, words[3:])
         return
-    if what in ("pictures", "public"):
+    if what in ("pictures", "public", "review"):
         if len(words) != 4 or words[3].lower() not in ("on", "off"):
             raise CommandError(f"'change {what}' is followed by on or off")
         on = words[3].lower() == "on"
         if what == "pictures":
             user.pictures = on
             said = "Board mails now show the board as a picture too." if on else "Board mails are now plain text only."
+        elif what == "review":
+            user.review = on
+            said = (
+                "After each game you finish you get a review by mail: where it turned, the biggest mistakes and better moves."
+                if on
+                else "You get no more game reviews; 'change review USERID PASSWORD on' brings them back."
+            )
         else:
             user.public_comments = on
             said = "Your comments show in the web archive." if on else "Your comments show as (hidden) in the web archive."

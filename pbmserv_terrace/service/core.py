@@ -15,6 +15,7 @@ import re
 import time
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy.exc import DBAPIError, IntegrityError
 
@@ -28,6 +29,11 @@ from ..inbound import InboundMail, is_valid_address, never_answer
 from ..store import Confirmations, Database, Digests, MailUndo, UnitOfWork, utcnow
 from ..store.models import DELETED_HASH_PREFIX
 from ..store.repos import Users
+from ..store.reviews import FAILED as REVIEW_FAILED
+from ..store.reviews import PENDING as REVIEW_PENDING
+from ..store.reviews import SENT as REVIEW_SENT
+from ..store.reviews import SKIPPED as REVIEW_SKIPPED
+from ..store.reviews import Reviews
 from . import analysis, authentic, confirmations, digests, keyed, robots, solitaire, timers, tournaments, vacations, webplay
 from .analysis import AnalysisTurn
 from .args import MissingArguments, missing_reason, notice
@@ -40,7 +46,8 @@ from .passwords import PasswordCache
 from .registry import Registry, build_registry
 from .replies import error_mail, merge_for_sender, queue_replies
 from .replykeys import SECRET_NAME
-from .robots import HintTurn, RobotTurn
+from .reviews import send as send_review
+from .robots import HintTurn, ReviewTurn, RobotTurn
 from .webplay import WebPlay
 
 log = logging.getLogger("pbmserv.service")
@@ -617,6 +624,39 @@ class Service:
         return HandleResult(
             "ok", f"hint {found or '(none found)'}", len(queued), board=str(turn.board), user=turn.userid,
             command=f"{turn.game_type} hint answer", ms=(time.perf_counter() - started) * 1000, outbox_ids=queued,
+        )  # fmt: skip
+
+    async def review_answer(self, turn: ReviewTurn, data: dict[str, Any] | None, *, now: datetime | None = None) -> HandleResult:
+        """Send the review ``data`` (computed by :func:`.reviews.compute` in the worker
+        pool for ``turn``; None: the game's rules could not review it) in a
+        transaction of its own: the review stored and its mails queued, only while
+        the board's ``reviews`` row is still pending; otherwise nothing happens
+        (status ``duplicate``), so a review computed twice is mailed once."""
+        started = time.perf_counter()
+        now = now or utcnow()
+        async with UnitOfWork(self.db) as uow:
+            row = await Reviews(uow.session).get(turn.game_id, lock=True)
+            game = await uow.games.get(turn.game_type, turn.board)
+            if row is None or row.state != REVIEW_PENDING or game is None or game.id != turn.game_id:
+                return HandleResult("duplicate", f"board {turn.board} owes no review")
+            ctx = self.context(uow, now)
+            sent = 0
+            try:
+                if data is not None:
+                    sent = await send_review(ctx, game, await uow.moves.of_game(game.id), data)
+            except ValueError:  # a review that does not fit its game (a bad move text, another format)
+                log.exception("the review of %s %d cannot be mailed; it is marked failed", turn.game_type, turn.board)
+                data, ctx.out = None, []
+            if data is None:
+                row.state = REVIEW_FAILED
+            else:
+                row.data, row.state = data, REVIEW_SENT if sent else REVIEW_SKIPPED
+            row.done_at = now
+            queued = self.queue_replies(ctx, now)
+            await uow.commit()
+        return HandleResult(
+            "ok" if data is not None else "error", f"review {row.state}: {sent} player(s)", len(queued), board=str(turn.board),
+            command=f"{turn.game_type} review", ms=(time.perf_counter() - started) * 1000, outbox_ids=queued,
         )  # fmt: skip
 
     async def web_play(self, key_text: str, move_text: str | None = None, *, now: datetime | None = None) -> WebPlay:

@@ -12,6 +12,7 @@ from .boards import FORFEIT, RESIGN, game_view, mail_game, position, seat_by_arm
 from .context import CommandError, Ctx
 from .deadlines import after_move, next_deadline
 from .ratings import apply_ratings
+from .reviews import request as request_review
 from .solitaire import abandon
 
 ENDED_IN_TOURNAMENTS = "tournament_boards_ended"
@@ -144,6 +145,7 @@ async def finish(ctx: Ctx, game: Game, winner_seat: int | None, result: str) -> 
             finished_at=ctx.now,
         )
     )
+    request_review(ctx, game)  # issue 42: owed in this transaction, made by the worker pool
 
 
 async def first_round_removal(ctx: Ctx, game: Game, seat: Seat, how: str, comment: CommentView | None) -> None:

@@ -16,7 +16,9 @@ that the robot does not shuffle back and forth into positions already seen.
 
 The same pool computes solver hints (:mod:`.hints`): a :class:`HintTurn` is the
 work of a solitaire board whose player asked for one, found the same ways (the
-mail's result, :func:`robot_turns` at start, :func:`robot_turn_on`).
+mail's result, :func:`robot_turns` at start, :func:`robot_turn_on`).  And game
+reviews (:mod:`.reviews`, issue 42): a :class:`ReviewTurn` is a finished board
+whose review is still owed (its ``reviews`` row ``pending``).
 
 A player may have at most ROBOT_GAMES_PER_PLAYER games with a robot in play at
 once (:func:`check_robot_games`): each costs the pool a search per move.
@@ -35,7 +37,8 @@ from ..gametypes import GAME_TYPES, board_rules
 from ..store import Game, MoveRecord, Seat, User
 from ..store.models import ROBOTS
 from ..store.repos import Games, Moves, Users
-from . import hints
+from ..store.reviews import PENDING, Reviews
+from . import hints, reviews
 from .boards import FORFEIT, RESIGN, mail_game, position, seat_by_army
 from .context import CommandError, Ctx
 from .plies import finish
@@ -84,6 +87,18 @@ class HintTurn(RobotTurn):
     @property
     def position(self) -> tuple[int, int]:
         return (self.ply, self.taken_back)
+
+
+@dataclass(frozen=True, slots=True)
+class ReviewTurn(RobotTurn):
+    """A finished board whose players are owed a review (:mod:`.reviews`), with what
+    the engine needs: the start position and the moves (as recorded, up to a
+    resignation).  :meth:`pbmserv_terrace.service.Service.review_answer` sends it
+    once, while the board's ``reviews`` row is still pending."""
+
+    game_id: int = 0
+    start: str = ""
+    moves: tuple[str, ...] = ()
 
 
 def think(game_type: str, tpn: str, level: int, ply: int, history: Sequence[str] = ()) -> tuple[str, str]:
@@ -209,7 +224,27 @@ async def robot_turns(session: AsyncSession, game_ids: Sequence[int] | None = No
     first; and the boards whose player waits for a hint: those this session's
     transaction asked for (with ``game_ids``), or all (without)."""
     waiting = await hint_turns(session, all_boards=game_ids is None)
-    return waiting + await _robot_turns(session, game_ids)
+    return waiting + await _robot_turns(session, game_ids) + await review_turns(session, all_boards=game_ids is None)
+
+
+async def review_turns(session: AsyncSession, *, all_boards: bool = False) -> list[RobotTurn]:
+    """The finished boards whose review is owed: those this session's transaction
+    ended (:func:`.reviews.noted`), or with ``all_boards`` every one (a restart's rescan)."""
+    if all_boards:
+        games = await Reviews(session).pending()
+    else:
+        games = [g for i in reviews.noted(session) if (g := await session.get(Game, i)) is not None]
+    return [turn for game in games if (turn := await review_turn_of(session, game)) is not None]
+
+
+async def review_turn_of(session: AsyncSession, game: Game) -> ReviewTurn | None:
+    """The review work of a finished board whose review is still owed."""
+    row = await Reviews(session).get(game.id)
+    if row is None or row.state != PENDING:
+        return None
+    moves = reviews.review_moves(await Moves(session).of_game(game.id))
+    return ReviewTurn(game.game_type, game.board_number, game.ply, "", 0, "", game_id=game.id, start=game.start_position,
+                      moves=tuple(moves))  # fmt: skip
 
 
 async def _robot_turns(session: AsyncSession, game_ids: Sequence[int] | None) -> list[RobotTurn]:
@@ -279,6 +314,8 @@ async def robot_turn_on(session: AsyncSession, game_type: str, board: int) -> Ro
     """The robot's turn on one board, if a robot is to move there (or the hint
     work of a solitaire board whose player waits for one)."""
     game = await Games(session).get(game_type, board)
+    if game is not None and game.status in ("won", "draw"):
+        return await review_turn_of(session, game)
     if game is not None and GAME_TYPES[game.game_type].family == "solitaire":
         hint = hint_turn_of(game)
         return await with_moves(session, game, hint) if hint is not None else None
@@ -290,6 +327,7 @@ __all__ = [
     "ROBOTS_ALONE_PLIES",
     "ROBOT_GAMES_PER_PLAYER",
     "HintTurn",
+    "ReviewTurn",
     "RobotTurn",
     "changed_games",
     "check_robot_games",
@@ -297,6 +335,8 @@ __all__ = [
     "game_history",
     "hint_turn_of",
     "hint_turns",
+    "review_turn_of",
+    "review_turns",
     "robot_to_move",
     "robot_turn_on",
     "robot_turns",
