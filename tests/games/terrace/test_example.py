@@ -8,7 +8,8 @@ import random
 
 import pytest
 
-from pbmserv_terrace.games.terrace import Move, Position, parse_tpn, start_position
+from pbmserv_terrace.games.terrace import Move, Position, goal_square, parse_tpn, start_position
+from pbmserv_terrace.games.terrace.example import example_move, loses_at_once, takes_own
 from pbmserv_terrace.games.terrace.setups import VARIANTS
 from pbmserv_terrace.gametypes import board_rules
 
@@ -142,3 +143,38 @@ def test_the_example_takes_no_piece_of_its_own_army_when_another_safe_move_exist
                     checked += 1
                 pos = pos.play(rng.choice(moves))
     assert checked > 500
+
+
+def eager_example(pos: Position) -> Move | None:
+    """The rule as issue 38 wrote it, every move looked at: the first safe move in
+    reading order (by the names themselves) that takes no piece of its own army,
+    else the first safe one, else the first of all."""
+    n = pos.geo.n
+    dist = [max(abs(sq % n - goal_square(n, pos.to_move) % n), abs(sq // n - goal_square(n, pos.to_move) // n))
+            for sq in range(n * n)]  # fmt: skip
+
+    def rank(m: Move) -> tuple[bool, int, int, str, str]:
+        long = max(abs(m.frm % n - m.to % n), abs(m.frm // n - m.to // n)) > 1
+        return long, dist[m.to] - dist[m.frm], dist[m.to], pos.geo.name(m.frm), pos.geo.name(m.to)
+
+    moves = sorted(pos.legal_moves(), key=rank)
+    safe = [m for m in moves if not loses_at_once(pos, m)]
+    return next((m for m in safe if not takes_own(pos, m)), safe[0] if safe else (moves[0] if moves else None))
+
+
+@pytest.mark.parametrize("n", [8, 6])
+def test_looking_only_until_the_answer_is_known_gives_the_same_example(n: int) -> None:
+    """issue 43: ``example_move`` stops at the first move that answers; the move it
+    names is the one the whole rule names, on random playouts of every setup."""
+    rng = random.Random(43 + n)
+    seen = 0
+    for game in range(40):
+        pos = start_position(VARIANTS[game % len(VARIANTS)], n)
+        for _ in range(rng.randrange(10, 90)):
+            moves = pos.legal_moves()
+            if not moves:
+                break
+            assert example_move(pos) == eager_example(pos), repr(pos)
+            seen += 1
+            pos = pos.play(rng.choice(moves))
+    assert seen > 1000
