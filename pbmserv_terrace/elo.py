@@ -35,15 +35,26 @@ def scores(seats: Sequence[int], winner_seat: int | None) -> list[float]:
     return [1.0 if seat == winner_seat else 0.0 for seat in seats]
 
 
-def new_ratings(ratings: Sequence[float], games: Sequence[int], results: Sequence[float]) -> list[float]:
+def new_ratings(
+    ratings: Sequence[float], games: Sequence[int], results: Sequence[float], pinned: Sequence[float | None] = ()
+) -> list[float]:
     """Each player's rating after one game, all computed from the ratings before it
     (``games``: each player's rated games before this one, which picks their K).
+    ``pinned``: per player, a fixed rating (a robot's, issue 42) or None; a pinned
+    player is rated at that value and keeps it, the others are rated against it.
 
     >>> [round(r) for r in new_ratings([1600, 1600], [30, 30], [1, 0])]
     [1616, 1584]
+    >>> [round(r) for r in new_ratings([1600, 1412], [30, 5], [1, 0], pinned=[None, 1900])]
+    [1627, 1900]
     """
+    fixed = list(pinned) or [None] * len(ratings)
+    ratings = [r if p is None else p for r, p in zip(ratings, fixed, strict=True)]
     out = []
     for i, rating in enumerate(ratings):
+        if fixed[i] is not None:
+            out.append(rating)
+            continue
         others = [r for j, r in enumerate(ratings) if j != i]
         k = K_ESTABLISHED if games[i] >= ESTABLISHED_GAMES else K_PROVISIONAL
         out.append(rating + k * (results[i] - expected(rating, sum(others) / len(others))))

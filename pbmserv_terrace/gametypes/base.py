@@ -355,6 +355,15 @@ class GameType:
     0–127, unique in the table: terrace 0, terrace6x6 1, patience 2 (what their
     keys carried when the number was the entry's position).  Never change or reuse
     one: every key mailed for the game carries it.  A new game takes an unused one."""
+    robot_ratings: Mapping[int, float] = field(default_factory=dict, kw_only=True)
+    """robot level → its Elo, pinned on the ratings list (issue 42): measured by
+    ``bench/robot.py`` between the levels, the middle one at the scale's start; a
+    robot's rating never moves, people are rated against it.  Empty: the robots'
+    ratings move as anyone's."""
+
+    def pinned_rating(self, robot_level: int | None) -> float | None:
+        """The fixed rating of the robot of ``robot_level`` (None: not pinned, or not a robot)."""
+        return self.robot_ratings.get(robot_level) if robot_level is not None else None
 
     @property
     def board_size(self) -> int:

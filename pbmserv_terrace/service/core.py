@@ -43,6 +43,7 @@ from .bounces import record as record_bounce
 from .context import CommandError, Ctx, Mail
 from .guards import dummy_hash, guess_guard_for, throttle_for
 from .passwords import PasswordCache
+from .ratings import pin_robots
 from .registry import Registry, build_registry
 from .replies import error_mail, merge_for_sender, queue_replies
 from .replykeys import SECRET_NAME
@@ -159,6 +160,7 @@ class Service:
         async with UnitOfWork(self.db) as uow:
             ctx = self.context(uow, now)
             handled = await vacations.end_due(ctx)  # vacations whose time is up: the clocks run again
+            await pin_robots(uow)  # the robots' ratings at their measured strength (issue 42)
             queued += self.queue_replies(ctx, min(now, utcnow()))
             await uow.commit()
         while True:

@@ -501,6 +501,16 @@ class Ratings:
             rows.append(row)
         return rows
 
+    async def pin(self, game_type: str, user_id: int, rating: float) -> int:
+        """Set a robot's rating row to its pinned value (issue 42) when it differs; rows changed."""
+        stmt = (
+            update(Rating)
+            .where(Rating.user_id == user_id, Rating.game_type == game_type, Rating.rating != rating)
+            .values(rating=rating)
+        )
+        result = await self.s.execute(stmt)
+        return int(getattr(result, "rowcount", 0) or 0)
+
     async def table(self, game_type: str) -> list[tuple[Rating, User]]:
         stmt = (
             select(Rating, User)

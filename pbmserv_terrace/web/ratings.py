@@ -16,7 +16,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from ..elo import START, new_ratings, scores
+from ..gametypes import GAME_TYPES
 from ..store.archive import Archive, RatedResult
+from ..store.models import ROBOTS
 
 LATE_WINDOW = 64
 """history ids below the highest seen that are read again (late commits)"""
@@ -63,7 +65,9 @@ class RatingHistory:
         before = [state.rating.get(p, START) for p in row.players]
         played = [state.games[p] for p in row.players]
         results = scores(range(1, len(row.players) + 1), row.winner_seat)
-        for player, after in zip(row.players, new_ratings(before, played, results), strict=True):
+        kind = GAME_TYPES.get(row.game_type)
+        pinned = [kind.pinned_rating(ROBOTS.get(p)) if kind else None for p in row.players]
+        for player, after in zip(row.players, new_ratings(before, played, results, pinned), strict=True):
             state.rating[player] = after
             state.games[player] += 1
             state.points[player].append((row.finished_at, after, row.board_number))
