@@ -28,10 +28,20 @@ def addr(name: str) -> str:
 
 
 class ServeProcess:
-    """``pbmserv-terrace serve`` with a config file, as an operator runs it."""
+    """``pbmserv-terrace serve`` with a config file, as an operator runs it.  Its
+    log (``serve.log``, stdout and stderr) is appended to across restarts:
+    ``offset`` is where this start's part begins (:meth:`since`).  ``env``: more
+    variables for the process (none of the test's own ``PBMSERV_`` ones pass)."""
 
-    def __init__(self, workdir: Path, dovecot: DovecotServer, relay: LmtpRelay, db_url: str, extra: str = "") -> None:
+    offset = 0
+    START_TIMEOUT = 120.0
+    """seconds for serve to select its INBOX (a loaded machine took over 30 s)"""
+
+    def __init__(
+        self, workdir: Path, dovecot: DovecotServer, relay: LmtpRelay, db_url: str, extra: str = "", env: dict[str, str] | None = None
+    ) -> None:
         self.workdir = workdir
+        self.env = dict(env or {})
         self.health_port = free_port()
         self.config = workdir / "pbmserv.toml"
         self.config.write_text(
@@ -64,26 +74,41 @@ retry_base_seconds = 1
 
     def start(self) -> ServeProcess:
         # only what this start writes counts (the log is appended to across restarts)
-        offset = self.log.stat().st_size if self.log.exists() else 0
-        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-        env = {k: v for k, v in env.items() if not k.startswith("PBMSERV_")}
+        self.offset = self.log.stat().st_size if self.log.exists() else 0
+        env = {k: v for k, v in os.environ.items() if not k.startswith("PBMSERV_")}
+        env.update(PYTHONUNBUFFERED="1", **self.env)
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "pbmserv_terrace", "serve", "--config", str(self.config)],
             cwd=self.workdir, env=env, stdout=self.log.open("ab"), stderr=subprocess.STDOUT,
         )  # fmt: skip
-        deadline = time.time() + 30
+        deadline = time.time() + self.START_TIMEOUT
         while time.time() < deadline:
-            if b"selected (UIDVALIDITY" in self.log.read_bytes()[offset:]:
+            if "selected (UIDVALIDITY" in self.since():
                 return self
             if self.proc.poll() is not None:
                 break
-            time.sleep(0.1)
+            time.sleep(0.05)
+        self.close()  # (not left running when the test fails)
         raise RuntimeError("serve did not start:\n" + self.log.read_text(errors="replace")[-3000:])
+
+    def since(self, offset: int | None = None) -> str:
+        """The log from ``offset`` (default: this start's beginning)."""
+        if not self.log.exists():
+            return ""
+        with self.log.open("rb") as f:
+            f.seek(self.offset if offset is None else offset)
+            return f.read().decode(errors="replace")
 
     def kill(self) -> None:
         assert self.proc is not None
         self.proc.send_signal(signal.SIGKILL)
         self.proc.wait(10)
+
+    def close(self) -> None:
+        """Kill it if it still runs (a test's cleanup)."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(10)
 
     def stop(self) -> int:
         if self.proc is None or self.proc.poll() is not None:

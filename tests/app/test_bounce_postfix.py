@@ -24,8 +24,8 @@ import pytest
 from pbmserv_terrace.testing.dovecot import DovecotServer, LmtpRelay
 from pbmserv_terrace.testing.postfix import PostfixServer
 
-from ..mailservers import PLAYERS, SERVER, addr
-from .test_postfix_loop import Loop, Serve
+from ..mailservers import PLAYERS, SERVER, ServeProcess, addr
+from .test_postfix_loop import Loop
 
 GHOST = "ghost@players.test"
 """in Postfix's mailbox list, unknown to Dovecot: accepted, then bounced"""
@@ -56,7 +56,7 @@ def test_a_reply_that_bounces_in_postfix_is_counted_and_the_address_marked(
     relay = cast(LmtpRelay, SimpleNamespace(port=postfix.submission_port))
     smtp_login = f'user = "{SERVER}"\npassword = "server-secret"\n'
     db = tmp_path / "serve.db"
-    serve = Serve(tmp_path, dovecot, relay, f"sqlite:///{db}", smtp_login).start()
+    serve = ServeProcess(tmp_path, dovecot, relay, f"sqlite:///{db}", smtp_login).start()
     loop = Loop(postfix, dovecot, db)
     try:
         loop.signup(["ann"])
@@ -82,6 +82,4 @@ def test_a_reply_that_bounces_in_postfix_is_counted_and_the_address_marked(
         assert not [r for r in query(db, "SELECT recipient FROM outbox") if "mailer-daemon" in str(r[0]).lower()]
     finally:
         loop.boxes.close()
-        if serve.proc is not None and serve.proc.poll() is None:
-            serve.proc.kill()
-            serve.proc.wait(10)
+        serve.close()

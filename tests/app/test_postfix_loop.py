@@ -22,13 +22,10 @@ import contextlib
 import email
 import imaplib
 import itertools
-import os
 import random
 import re
 import sqlite3
 import statistics
-import subprocess
-import sys
 import threading
 import time
 from collections import Counter
@@ -73,37 +70,6 @@ def postfix(dovecot: DovecotServer) -> Iterator[PostfixServer]:
     with PostfixServer(dovecot.lmtp_port, domains=["terrace.test", "players.test"], mailboxes=mailboxes,
                        sasl_port=dovecot.auth_port) as pf:  # fmt: skip
         yield pf
-
-
-class Serve(ServeProcess):
-    """``serve`` whose readiness is read from the log written since this start
-    (the log is appended to across restarts)."""
-
-    offset = 0
-
-    def start(self) -> Serve:
-        self.offset = offset = self.log.stat().st_size if self.log.exists() else 0
-        env = {k: v for k, v in {**os.environ, "PYTHONUNBUFFERED": "1"}.items() if not k.startswith("PBMSERV_")}
-        env["PBMSERV_LOG_LEVEL"] = "debug"  # (each reply the MTA took: the duplicates per kill)
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "pbmserv_terrace", "serve", "--config", str(self.config)],
-            cwd=self.workdir, env=env, stdout=self.log.open("ab"), stderr=subprocess.STDOUT,
-        )  # fmt: skip
-        deadline = time.time() + 120  # (a loaded machine took over 30 s to start serve)
-        while time.time() < deadline:
-            if "selected (UIDVALIDITY" in self.since(offset):
-                return self
-            if self.proc.poll() is not None:
-                break
-            time.sleep(0.05)
-        self.proc.kill()  # (not left running when the test fails)
-        self.proc.wait(10)
-        raise RuntimeError("serve did not start:\n" + self.log.read_text(errors="replace")[-3000:])
-
-    def since(self, offset: int | None = None) -> str:
-        with self.log.open("rb") as f:
-            f.seek(self.offset if offset is None else offset)
-            return f.read().decode(errors="replace")
 
 
 class Mailboxes:
@@ -241,7 +207,7 @@ def figures(name: str, mails: int, lat: list[float]) -> str:
             f"p95 {q[18]:.2f} s, max {max(lat):.2f} s")  # fmt: skip
 
 
-def per_kill(serve: Serve, runs: list[int], ids: Counter[tuple[str, str]]) -> list[str]:
+def per_kill(serve: ServeProcess, runs: list[int], ids: Counter[tuple[str, str]]) -> list[str]:
     """The duplicates of each kill, from the replies each run's log says the MTA
     took: a reply the killed run sent that a later run sent again.  Asserts at most
     one per SMTP connection per kill, none twice within a run, none at two kills,
@@ -276,20 +242,20 @@ def per_kill(serve: Serve, runs: list[int], ids: Counter[tuple[str, str]]) -> li
 def test_the_whole_loop_through_postfix_and_dovecot(dovecot: DovecotServer, postfix: PostfixServer, tmp_path: Path) -> None:
     relay = cast(LmtpRelay, SimpleNamespace(port=postfix.submission_port))
     smtp_login = f'user = "{SERVER}"\npassword = "server-secret"\n'
-    serve = Serve(tmp_path, dovecot, relay, f"sqlite:///{tmp_path}/serve.db", smtp_login).start()
+    # (at debug level serve logs each reply the MTA took: the duplicates per kill)
+    serve = ServeProcess(tmp_path, dovecot, relay, f"sqlite:///{tmp_path}/serve.db", smtp_login, env={"PBMSERV_LOG_LEVEL": "debug"})
+    serve.start()
     loop = Loop(postfix, dovecot, tmp_path / "serve.db")
     report: list[str] = []
     try:
         _run(loop, serve, postfix, dovecot, report)
     finally:
         loop.boxes.close()
-        if serve.proc is not None and serve.proc.poll() is None:
-            serve.proc.kill()
-            serve.proc.wait(10)
+        serve.close()
         print("\n--- Postfix + Dovecot loop ---\n" + "\n".join(report))
 
 
-def _run(loop: Loop, serve: Serve, postfix: PostfixServer, dovecot: DovecotServer, report: list[str]) -> None:
+def _run(loop: Loop, serve: ServeProcess, postfix: PostfixServer, dovecot: DovecotServer, report: list[str]) -> None:
     # ------------------------------------------------------ setup and the game
     setup = loop.signup(PLAYERS)
     # one challenge after the other: sent together, the two mails would pass Postfix in either
