@@ -143,8 +143,9 @@ def move_links_html(groups: MoveGroups, *, address: str, subject: str, heading: 
     titled ``subject`` and the move text as the body.  '' when there is no move."""
     if not any(targets for _, targets in groups):
         return ""
-    re_subject = reply_subject(subject)
-    linked = [(piece, [(label, mailto(address, re_subject, move), capture) for label, move, capture in targets])
+    # mailto(address, reply_subject(subject), move) for each move, its fixed part encoded once
+    head = mailto(address, reply_subject(subject), "")
+    linked = [(piece, [(label, head + quote(move, safe=""), capture) for label, move, capture in targets])
               for piece, targets in groups if targets]  # fmt: skip
     text = (
         environment()
