@@ -26,6 +26,7 @@ from ..inbound import InboundMail
 from ..service import HandleResult, Service
 from ..store import Database, InboundQueue
 from ..web import listen_socket
+from ..web.clockview import Timers
 from ..web.process import serve_beside
 from .batching import Expected, GroupCommit
 from .health import HealthEndpoint, LoopMonitor, Metrics
@@ -374,7 +375,8 @@ class Server:
             else:
                 # in a process of its own (web/process.py): 200 web clients cannot hold up the mail
                 beside = serve_beside(self.db, sock, server_name=cfg.server.name, public_url=cfg.web.public_url,
-                                      address=cfg.server.address, stop=self.stopping, play=self.web_play)  # fmt: skip
+                                      address=cfg.server.address, stop=self.stopping, play=self.web_play,
+                                      timers=Timers(cfg.timers.forfeittime, cfg.timers.vacation_days))  # fmt: skip
                 task = asyncio.create_task(beside, name="web")
 
                 def web_stopped(t: asyncio.Task[None]) -> None:

@@ -11,6 +11,7 @@ import signal
 
 from ..config import DEFAULT_WEB_LISTEN, parse_listen
 from ..web import create_app, listen_socket, serve_web
+from ..web.clockview import Timers
 from ..web.process import read_only_database
 from .common import CliError, config_from_args
 
@@ -44,7 +45,9 @@ def cmd_web(args: argparse.Namespace) -> int:
                     f"the database {db.engine.url.render_as_string(hide_password=True)} has no schema yet: "
                     "run `pbmserv-terrace migrate` (or serve) first"
                 )
-            app = create_app(db, server_name=cfg.server.name, public_url=cfg.web.public_url, address=cfg.server.address)
+            timers = Timers(cfg.timers.forfeittime, cfg.timers.vacation_days)
+            app = create_app(db, server_name=cfg.server.name, public_url=cfg.web.public_url, address=cfg.server.address,
+                             timers=timers)  # fmt: skip
             log.info(
                 "web archive on http://%s/%s, database %s",
                 listen,

@@ -23,7 +23,7 @@ from datetime import datetime
 from typing import Any
 from urllib.parse import quote
 
-from sqlalchemy import bindparam, func, select, text
+from sqlalchemy import Float, bindparam, cast, func, null, select, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql import Executable
@@ -44,6 +44,26 @@ class SeatRow:
     active: bool
     resign_pending: bool
     public_comments: bool
+
+
+@dataclass(frozen=True, slots=True)
+class SeatClock:
+    """What the time left of a seat's player depends on (issue 40): the seat's clock
+    columns and its player's vacation and time zone, never their address or digest
+    times.  The vacation's dates only feed the arithmetic (``clocks``); pages say
+    "on vacation" and nothing more."""
+
+    seat: int
+    turn_seconds: float
+    clock_seconds: float
+    bank_seconds: float | None
+    flagged_at: datetime | None
+    vacation_since: datetime | None
+    vacation_until: datetime | None
+    vacation_year: int | None
+    vacation_used_seconds: float
+    zone: str | None
+    """the player's time zone (their digest's), None = UTC"""
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +90,10 @@ class GameRow:
     last_move_at: datetime
     finished_at: datetime | None
     seats: tuple[SeatRow, ...]
+    clock_from: datetime | None = None
+    """since when the clock of the player to move runs (None: ``last_move_at``)"""
+    clocks: tuple[SeatClock, ...] = ()
+    """each seat's clock, in seat order (boards read with their clocks)"""
     review: dict[str, Any] | None = None
     """the engine's review of a finished board (issue 42; ``reviews.data``), read by
     :meth:`Archive.game` only once the board is over: None while it runs"""
@@ -171,11 +195,25 @@ GAME_COLUMNS: tuple[Any, ...] = (Game.id, Game.game_type, Game.board_number, Gam
                 Game.finished_at)  # fmt: skip
 """the columns of a :class:`GameRow` but its seats, in its field order"""
 
+CLOCK_COLUMNS: tuple[Any, ...] = (Seat.turn_seconds, Seat.clock_seconds, Seat.bank_seconds, Seat.flagged_at,
+                 User.vacation_since, User.vacation_until, User.vacation_year, User.vacation_used_seconds,
+                 User.digest)  # fmt: skip
+"""a seat's :class:`SeatClock` but its number (the digest only for its zone), in its field order"""
+
+
+def zone_of(digest: object) -> str | None:
+    """The time zone of a stored digest setting (None: UTC)."""
+    zone = digest.get("zone") if isinstance(digest, dict) else None
+    return str(zone) if zone else None
+
+
 # The statements of the pages asked for most, built once with bound parameters and
 # run on the session's connection: columns, not ORM objects, and no statement built,
 # coerced and loaded into objects again on each request (most of a board page's time).
+SEAT_COLUMNS: tuple[Any, ...] = (Seat.seat, Seat.active, Seat.resign_pending, User.userid, User.public_comments)
+"""a board's seat as GAME_STATEMENT reads it (then the rating, the clock's start and CLOCK_COLUMNS)"""
 GAME_STATEMENT = (
-    select(*GAME_COLUMNS, Seat.seat, Seat.active, Seat.resign_pending, User.userid, User.public_comments, Rating.rating)
+    select(*GAME_COLUMNS, *SEAT_COLUMNS, Rating.rating, Game.clock_from, *CLOCK_COLUMNS)
     .join(Seat, Seat.game_id == Game.id)
     .join(User, User.id == Seat.user_id)
     .outerjoin(Rating, (Rating.user_id == User.id) & (Rating.game_type == Game.game_type))
@@ -200,12 +238,46 @@ GAMES_OF_USER_STATEMENT = (
     .order_by(Game.last_move_at.desc(), Game.id.desc())
     .limit(bindparam("limit"))
 )
+WAITING_STATEMENT = (
+    select(*GAME_COLUMNS, *SEAT_COLUMNS, cast(null(), Float), Game.clock_from, *CLOCK_COLUMNS)
+    .join(Seat, Seat.game_id == Game.id)
+    .join(User, User.id == Seat.user_id)
+    .where(
+        Game.id.in_(
+            select(Seat.game_id)
+            .join(Game, Game.id == Seat.game_id)
+            .where(Seat.user_id == bindparam("user_id"), Seat.active, Game.status == "active")
+            .order_by(Seat.game_id.desc())
+            .limit(bindparam("limit"))
+            .correlate(None)
+        )
+    )
+    .order_by(Game.id, Seat.seat)
+)
+"""the active boards where a user still plays, with every seat and its clock (no ratings)"""
 SEATS_STATEMENT = (
     select(Seat.game_id, Seat.seat, Seat.active, Seat.resign_pending, User.userid, User.public_comments)
     .join(User, User.id == Seat.user_id)
     .where(Seat.game_id.in_(bindparam("game_ids", expanding=True)))
     .order_by(Seat.game_id, Seat.seat)
 )
+
+
+def _game_row(rows: Sequence[Any]) -> GameRow:
+    """One board of GAME_STATEMENT's shape (one row per seat, in seat order)."""
+    k = len(GAME_COLUMNS)
+    seats = tuple(SeatRow(seat, userid, active, pending, public) for seat, active, pending, userid, public in
+                  (row[k : k + 5] for row in rows))  # fmt: skip
+    clocks = tuple(
+        SeatClock(row[k], turn, total, bank, flagged, since, until, year, used, zone_of(digest))
+        for row in rows
+        for turn, total, bank, flagged, since, until, year, used, digest in (row[k + 7 : k + 16],)
+    )
+    (gid, gtype, number, variant, options, rated, status, ply, position, start, winner, result, draw_votes, undo_votes,
+     comment, created, last, finished) = rows[0][:k]  # fmt: skip
+    return GameRow(gid, gtype, number, variant, dict(options or {}), rated, status, ply, position, start, winner, result,
+                   tuple(draw_votes or ()), tuple(undo_votes or ()), comment, created, last, finished, seats,
+                   rows[0][k + 6], clocks)  # fmt: skip
 
 
 class Archive:
@@ -222,22 +294,27 @@ class Archive:
         return (await (await self.s.connection()).execute(stmt, params)).all()
 
     async def game(self, game_type: str, board_number: int) -> tuple[GameRow, dict[str, float]] | None:
-        """A board, its seats' userids and those players' ratings in this game type, in one
-        statement (one row per seat: the unique board key, then seats by game)."""
+        """A board, its seats' userids and clocks and those players' ratings in this game
+        type, in one statement (one row per seat: the unique board key, then seats by game)."""
         rows = await self._rows(GAME_STATEMENT, {"game_type": game_type, "board_number": board_number})
         if not rows:
             return None
         k = len(GAME_COLUMNS)
-        seats = tuple(SeatRow(seat, userid, active, pending, public) for seat, active, pending, userid, public, _ in
-                      (row[k:] for row in rows))  # fmt: skip
         ratings = {row[k + 3]: row[k + 5] for row in rows if row[k + 5] is not None}
-        (gid, gtype, number, variant, options, rated, status, ply, position, start, winner, result, draw_votes, undo_votes,
-         comment, created, last, finished) = rows[0][:k]  # fmt: skip
-        game = GameRow(gid, gtype, number, variant, dict(options or {}), rated, status, ply, position, start, winner, result,
-                       tuple(draw_votes or ()), tuple(undo_votes or ()), comment, created, last, finished, seats)  # fmt: skip
+        game = _game_row(rows)
         if game.status != "active":  # a review exists only once the game is over; never read while it runs
             game = replace(game, review=await self.review(game.id))
         return game, ratings
+
+    async def playing(self, user_id: int, limit: int) -> list[GameRow]:
+        """The active boards where the user still plays (the newest ``limit``), each with
+        all its seats and their clocks: what the player's waiting list and deadline feed
+        are computed from.  Two index reads (ix_seats_user, then seats by game)."""
+        rows = await self._rows(WAITING_STATEMENT, {"user_id": user_id, "limit": limit})
+        by_game: dict[int, list[Any]] = {}
+        for row in rows:
+            by_game.setdefault(row[0], []).append(row)
+        return [_game_row(game_rows) for game_rows in by_game.values()]
 
     async def moves(self, game_id: int) -> list[MoveRow]:
         return [MoveRow(*row) for row in await self._rows(MOVES_STATEMENT, {"game_id": game_id})]

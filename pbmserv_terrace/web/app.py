@@ -53,6 +53,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..gametypes import GAME_TYPES
 from ..store import Database
+from .clockview import Timers
 from .play import PlayDesk, PlayDoor
 from .routes import routes
 from .site import Site, site_of
@@ -229,10 +230,11 @@ class ArchiveApp(Starlette):
     raises it again: :class:`Outermost` logs it once)."""
 
     def __init__(
-        self, db: Database, server_name: str, public_url: str, address: str = "", play: PlayDesk | None = None
-    ) -> None:
+        self, db: Database, server_name: str, public_url: str, address: str = "", play: PlayDesk | None = None,
+        timers: Timers | None = None,
+    ) -> None:  # fmt: skip
         super().__init__(routes=routes(), exception_handlers={HTTPException: not_found, 404: not_found, Exception: not_found})
-        self.state.site = Site(db, server_name, public_url, address)
+        self.state.site = Site(db, server_name, public_url, address, timers)
         self.state.play = play or PlayDesk(None, public_url=public_url)
         self.errors = ErrorLog()
         self.gate: Gate | None = None
@@ -250,14 +252,17 @@ def create_app(
     address: str = "",
     play: PlayDoor | None = None,
     play_secret: bytes | None = None,
+    timers: Timers | None = None,
 ) -> ArchiveApp:
     """The archive app over ``db`` (already migrated).  ``public_url`` (e.g. the site's
     https root) makes feed ids and links absolute and stable behind a proxy; ``address``
     is the server's own mail address (``[server] address``), which the front page and
     the help show as a ``mailto:`` link (the one address the archive ever shows).
     ``play``: the door the play pages hand moves to (``serve``'s; None: the pages say
-    to reply instead), ``play_secret`` the key of their forms' tokens (random if None)."""
-    return ArchiveApp(db, server_name, public_url, address, PlayDesk(play, play_secret, public_url))
+    to reply instead), ``play_secret`` the key of their forms' tokens (random if None).
+    ``timers``: the server's forfeit time and vacation allowance (``[timers]``), which
+    the time left on the pages counts with (the defaults when None)."""
+    return ArchiveApp(db, server_name, public_url, address, PlayDesk(play, play_secret, public_url), timers)
 
 
 class _EmbeddedServer(uvicorn.Server):

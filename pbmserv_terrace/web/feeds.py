@@ -16,6 +16,7 @@ from ..gametypes import game_title
 from ..store.archive import Archive, GameRow, ListedGame, MoveRow
 from . import tableview
 from .boardview import frames, replay, status_lines, text_record
+from .clockview import BoardTime
 from .pages import PLAYER_GAMES, board_url, board_view, is_solitaire, kept_page, outcome_for, userid_of
 from .site import NotFound, Page, Site, result_words, site_of
 
@@ -32,7 +33,7 @@ async def board_text(request: Request) -> Response:
 
 
 def render_text(
-    request: Request, game: GameRow, moves: list[MoveRow], ratings: dict[str, float], ply: int
+    request: Request, game: GameRow, moves: list[MoveRow], ratings: dict[str, float], ply: int, timing: BoardTime | None
 ) -> tuple[str, str, str]:
     if is_solitaire(game.game_type):
         record = tableview.text_record(game, moves, tableview.replay(game, moves, game.ply))
@@ -46,7 +47,7 @@ async def board_feed(request: Request) -> Response:
 
 
 def render_feed(
-    request: Request, game: GameRow, moves: list[MoveRow], ratings: dict[str, float], ply: int
+    request: Request, game: GameRow, moves: list[MoveRow], ratings: dict[str, float], ply: int, timing: BoardTime | None
 ) -> tuple[str, str, str]:
     site = site_of(request)
     base = site.base(request)

@@ -16,11 +16,14 @@ from ..store.archive import Archive, GameRow, ListedGame, MoveRow
 from . import tableview
 from .boardview import latest_comment, legal_moves, move_rounds, players, replay, status_lines, to_move
 from .charts import rating_chart
+from .clockview import TIME_STEP, BoardTime, Waiting, board_time, waiting_for
 from .picture import inline_svg
 from .reviewview import review_view
 from .site import FINAL_MAX_AGE, HOME_TTL, LIVE_MAX_AGE, NotFound, Page, Site, result_words, site_of
 
 FRONT_ACTIVE, FRONT_FINISHED, PLAYER_GAMES = 30, 20, 300
+PLAYING_BOARDS = 500
+"""a player's active boards read for their waiting list and deadline feed (the newest)"""
 STANDINGS_TOP = 10
 """players of a solitaire shown on /standings (all on /standings/{type})"""
 MAX_BOARD = 2**31 - 1
@@ -75,25 +78,34 @@ def requested_ply(raw: str | None, game: GameRow) -> int:
     return int(raw)
 
 
-BoardRender = Callable[[Request, GameRow, list[MoveRow], dict[str, float], int], tuple[str | bytes, str, str]]
-"""(request, board, moves, ratings, ply) → (body, ETag key, media type) of one view of a board"""
+BoardRender = Callable[
+    [Request, GameRow, list[MoveRow], dict[str, float], int, BoardTime | None], tuple[str | bytes, str, str]
+]
+"""(request, board, moves, ratings, ply, its clocks now) → (body, ETag key, media type) of one view of a board"""
 
 
-async def board_view(request: Request, kind: str, render: BoardRender, *, by_ply: bool = False) -> Response:
+async def board_view(
+    request: Request, kind: str, render: BoardRender, *, by_ply: bool = False, timed: bool = False
+) -> Response:
     """A view of a board (``kind``: its page, its text, its feed), kept (see :mod:`.site`):
     a finished board's view is served without a statement until it is FINAL_MAX_AGE old,
-    a live board's while its row and ratings are the same (one statement)."""
+    a live board's while its row and ratings are the same (one statement).  ``timed``:
+    the view shows the board's clocks (an active board game's time left, issue 40), so
+    it is also made again when the words of its clocks change, and is served at most
+    ``TIME_STEP`` seconds without that check."""
     site = site_of(request)
     game_type, number = board_address(request)
     raw = (request.query_params.get("ply") or None) if by_ply else None
     key = (kind, game_type, number, raw, site.base(request) if kind == "atom" else "")
     page = await site.kept(key)
     if page is None:
-        page = await site.pages.once(key, lambda: _make_board_view(request, site, key, render))
+        page = await site.pages.once(key, lambda: _make_board_view(request, site, key, render, timed))
     return page.response(request)
 
 
-async def _make_board_view(request: Request, site: Site, key: tuple[str, str, int, str | None, str], render: BoardRender) -> Page:
+async def _make_board_view(
+    request: Request, site: Site, key: tuple[str, str, int, str | None, str], render: BoardRender, timed: bool
+) -> Page:
     _kind, game_type, number, raw, _base = key
     marker = await site.marker()
     async with site.db.reading() as session:
@@ -104,15 +116,19 @@ async def _make_board_view(request: Request, site: Site, key: tuple[str, str, in
         game, ratings = found
         ply = requested_ply(raw, game)
         final = game.status != "active"
-        state = (game, ratings)
+        timing = board_time(game, site.now(), site.timers) if timed and not is_solitaire(game.game_type) else None
+        lasts = TIME_STEP if timing is not None else None
+        state = (game, ratings, timing.shown if timing is not None else None)
         ttl = FINAL_MAX_AGE if final else site.live_ttl
         kept = site.pages.get(key)
         if kept is not None and kept.state == state:
-            return kept.again(ttl, marker)
+            return kept.again(ttl, marker, lasts)
         moves = await archive.moves(game.id)
-    body, etag_key, media_type = render(request, game, moves, ratings, ply)
+    body, etag_key, media_type = render(request, game, moves, ratings, ply, timing)
     max_age = FINAL_MAX_AGE if final else LIVE_MAX_AGE
-    return Page.of(body, key=etag_key, media_type=media_type, max_age=max_age, state=state, ttl=ttl, marker=marker)
+    return Page.of(
+        body, key=etag_key, media_type=media_type, max_age=max_age, state=state, ttl=ttl, marker=marker, lasts=lasts
+    )
 
 
 async def home(request: Request) -> Response:
@@ -176,7 +192,7 @@ async def standings_of_type(request: Request) -> Response:
     return await kept_page(request, ("standings", game_type), lambda site: _make_standings(site, game_type))
 
 
-async def kept_page(request: Request, key: tuple[str, str], make: Callable[[Site], Awaitable[Page]]) -> Response:
+async def kept_page(request: Request, key: tuple[str, ...], make: Callable[[Site], Awaitable[Page]]) -> Response:
     """A page that shows what changes (standings, a player): served as made for
     ``live_ttl`` seconds, then made again by ``make`` (which keeps the rendering while
     what it shows is the same)."""
@@ -257,11 +273,11 @@ async def board_redirect(request: Request) -> Response:
 
 
 async def board(request: Request) -> Response:
-    return await board_view(request, "html", render_board_page, by_ply=True)
+    return await board_view(request, "html", render_board_page, by_ply=True, timed=True)
 
 
 def render_board_page(
-    request: Request, game: GameRow, moves: list[MoveRow], ratings: dict[str, float], ply: int
+    request: Request, game: GameRow, moves: list[MoveRow], ratings: dict[str, float], ply: int, timing: BoardTime | None
 ) -> tuple[str, str, str]:
     site = site_of(request)
     if is_solitaire(game.game_type):
@@ -285,6 +301,7 @@ def render_board_page(
             comment=latest_comment(game),
             to_move=to_move(game),
             size=board_size(game.game_type),
+            timing=timing,
         )
     return html, f"{game.game_type}-{game.board_number}-{ply}", "text/html; charset=utf-8"
 
@@ -319,7 +336,7 @@ async def board_picture(request: Request) -> Response:
 
 
 def render_board_picture(
-    request: Request, game: GameRow, moves: list[MoveRow], ratings: dict[str, float], ply: int
+    request: Request, game: GameRow, moves: list[MoveRow], ratings: dict[str, float], ply: int, timing: BoardTime | None
 ) -> tuple[bytes, str, str]:
     if is_solitaire(game.game_type):
         png = tableview.solitaire_rules(game.game_type).picture(tableview.replay(game, moves, ply).state)
@@ -348,11 +365,18 @@ async def player(request: Request) -> Response:
     return await kept_page(request, ("player", wanted.lower()), lambda site: _make_player(site, wanted))
 
 
+async def waiting_boards(site: Site, archive: Archive, user_id: int, userid: str) -> list[Waiting]:
+    """The boards waiting for ``userid`` now (their move, or their vote), with their
+    clocks, the soonest deadline first (:func:`.clockview.waiting_for`)."""
+    playing = [g for g in await archive.playing(user_id, PLAYING_BOARDS) if not is_solitaire(g.game_type)]
+    return waiting_for(userid, playing, site.now(), site.timers)
+
+
 async def _make_player(site: Site, wanted: str) -> Page:
-    """Two statements (the user with their ratings; the games with their seats) and the
-    replay's check for new results; the page is rendered again only when what it shows
-    changed (a game row, a rating, a chart point), since rendering a hundred rows costs
-    more than reading them."""
+    """Three statements (the user with their ratings; the games with their seats; the
+    active boards with their clocks) and the replay's check for new results; the page is
+    rendered again only when what it shows changed (a game row, a rating, a chart point,
+    a time left), since rendering a hundred rows costs more than reading them."""
     marker = await site.marker()
     async with site.db.reading() as session:
         archive = Archive(session)
@@ -360,16 +384,19 @@ async def _make_player(site: Site, wanted: str) -> Page:
         if user is None:
             raise NotFound(f"a player called '{wanted[:40]}'")
         games = await archive.games_of_user(user.id, PLAYER_GAMES)
+        waiting = await waiting_boards(site, archive, user.id, user.userid)
         await site.ratings.refresh(archive, marker)
     userid = user.userid
     counts = tuple(site.ratings.count(game_type, userid) for game_type, _ in user.ratings)
+    shown = tuple((w.game.id, w.why, w.time.shown) for w in waiting)
+    lasts = TIME_STEP if waiting else None
     # kept as a digest of the rows' text, not the rows: the hundreds of row objects of
     # each kept player page were most of what the garbage collector's full collections
     # walked (a pause of ~180 ms every few seconds under load)
-    state = hashlib.blake2b(repr((user, games, counts)).encode(), digest_size=16).digest()
+    state = hashlib.blake2b(repr((user, games, counts, shown)).encode(), digest_size=16).digest()
     kept = site.pages.get(("player", wanted.lower()))
     if kept is not None and kept.state == state:
-        return kept.again(site.live_ttl, marker)
+        return kept.again(site.live_ttl, marker, lasts)
     charts = [
         (
             game_type,
@@ -395,5 +422,6 @@ async def _make_player(site: Site, wanted: str) -> Page:
         board_url=board_url,
         limit=PLAYER_GAMES,
         count=len(games),
+        waiting=waiting,
     )
-    return Page.of(html, key=f"player-{userid}", state=state, ttl=site.live_ttl, marker=marker)
+    return Page.of(html, key=f"player-{userid}", state=state, ttl=site.live_ttl, marker=marker, lasts=lasts)

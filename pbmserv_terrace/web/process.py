@@ -40,6 +40,7 @@ from ..lifecycle import start_child
 from ..store import Database
 from ..store.db import READ_ONLY
 from .app import create_app, serve_web
+from .clockview import Timers
 from .play import PlayDoor
 
 log = logging.getLogger("pbmserv.web")
@@ -96,21 +97,25 @@ async def serve_beside(
     stop: asyncio.Event,
     address: str = "",
     play: PlayDoor | None = None,
+    timers: Timers | None = None,
 ) -> None:
     """``serve``'s archive on ``sock`` until ``stop``: in a child process (see above), or on
     this loop over ``db`` when the database is in memory.  Closes ``sock`` at the end.
     ``address``: the server's own mail address (see :func:`.app.create_app`); ``play``:
-    the door the play pages hand moves to (the service's ``web_play``)."""
+    the door the play pages hand moves to (the service's ``web_play``); ``timers``: the
+    forfeit time and vacation allowance the pages' time left counts with."""
+    timers = timers or Timers()
     secret = os.urandom(32)  # the play forms' tokens: one secret while serve runs (a restarted child keeps it)
     try:
         if in_memory(db.url):
             log.warning("web archive: the database is in memory, so the archive shares the mail's event loop")
             app = create_app(db, server_name=server_name, public_url=public_url, address=address, play=play,
-                             play_secret=secret)  # fmt: skip
+                             play_secret=secret, timers=timers)  # fmt: skip
             await serve_web(app, "", 0, stop=stop, sock=sock)
             return
         settings = {"database_url": db.url, "server_name": server_name, "public_url": public_url,
-                    "address": address, "fd": sock.fileno(), "parent": os.getpid(), "play_secret": secret.hex()}  # fmt: skip
+                    "address": address, "fd": sock.fileno(), "parent": os.getpid(), "play_secret": secret.hex(),
+                    "timers": [timers.forfeit_days, timers.vacation_days]}  # fmt: skip
         pause = RESTART_PAUSE
         while True:
             started = time.monotonic()
@@ -321,9 +326,12 @@ async def _child(settings: dict[str, Any]) -> None:
     play_fd = settings.get("play_fd")
     door = PlayChannel(socket.socket(fileno=int(play_fd))) if play_fd is not None else None
     secret = bytes.fromhex(str(settings.get("play_secret", ""))) or None
+    defaults = Timers()
+    forfeit_days, vacation_days = settings.get("timers") or (defaults.forfeit_days, defaults.vacation_days)
     try:
         app = create_app(db, server_name=str(settings["server_name"]), public_url=str(settings["public_url"]),
-                         address=str(settings.get("address", "")), play=door, play_secret=secret)  # fmt: skip
+                         address=str(settings.get("address", "")), play=door, play_secret=secret,
+                         timers=Timers(float(forfeit_days), float(vacation_days)))  # fmt: skip
         await serve_web(app, "", 0, stop=stop, sock=sock)
     finally:
         if door is not None:

@@ -13,7 +13,7 @@ from pathlib import Path
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from . import feeds, pages, play
+from . import feeds, ical, pages, play
 from .tournaments import tournament_feed, tournament_list, tournament_page
 
 STATIC_DIR = Path(__file__).resolve().parent / "static"
@@ -36,6 +36,7 @@ def routes() -> list[BaseRoute]:
         Route("/boards/{game_type}/{number:int}/picture.png", pages.board_picture),
         Route("/players/{userid}", pages.player),
         Route("/players/{userid}/feed.atom", feeds.player_feed),
+        Route("/players/{userid}/deadlines.ics", ical.deadlines),
         Route("/tournaments", tournament_list),
         Route("/tournaments/{number:int}", tournament_page),
         Route("/tournaments/{number:int}/feed.atom", tournament_feed),

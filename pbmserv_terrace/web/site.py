@@ -34,6 +34,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Hashable, Iterable
 from dataclasses import dataclass
+from datetime import datetime
 from functools import cache
 from typing import Any
 from urllib.parse import quote
@@ -44,8 +45,9 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from ..render import templates_dir
-from ..store import Database
+from ..store import Database, utcnow
 from ..store.archive import CommitMarker
+from .clockview import Timers
 from .ratings import RatingHistory
 
 LIVE_MAX_AGE, FINAL_MAX_AGE = 15, 300
@@ -115,7 +117,9 @@ def result_words(result: str, players: Iterable[str] = ()) -> str:
 class Site:
     """What every handler needs: the database, names and URLs, the rating replay."""
 
-    def __init__(self, db: Database, server_name: str, public_url: str, address: str = "") -> None:
+    def __init__(
+        self, db: Database, server_name: str, public_url: str, address: str = "", timers: Timers | None = None
+    ) -> None:
         self.db = db
         self.server_name = server_name
         self.address = address
@@ -127,6 +131,10 @@ class Site:
         self.pages = Pages(PAGES_KEPT_BYTES)
         """rendered boards, feeds, players, standings, the front page and the help (see :class:`Pages`)"""
         self.changes = Changes(CommitMarker(db), MARKER_INTERVAL)
+        self.timers = timers or Timers()
+        """the server's forfeit time and vacation allowance (what a time left counts with)"""
+        self.now: Callable[[], datetime] = utcnow
+        """the moment a time left is counted from (naive UTC; a test may set it)"""
 
     async def marker(self) -> object:
         """The commit marker to keep with a page whose statements are about to run (None
@@ -144,7 +152,7 @@ class Site:
         if page is None or page.marker is None or not page.ttl:
             return None
         marker, read_at = await self.changes.now()
-        until = read_at + page.ttl
+        until = min(read_at + page.ttl, page.expires)
         if marker != page.marker or until <= time.monotonic():
             return None
         if self.pages.get(key) is not page:  # (made again meanwhile)
@@ -192,30 +200,40 @@ class Page:
     page (None: none; the page asks for itself when its time is up)"""
     compressed: bool = True
     """``gzipped`` is the body gzipped (a text); False: the body as it is (a PNG, deflated already)"""
+    expires: float = float("inf")
+    """``time.monotonic()`` after which the page is made again even if nothing was committed
+    (it shows a time left, which runs with the clock: issue 40)"""
 
     @classmethod
     def of(
         cls, body: str | bytes, *, key: str, media_type: str = "text/html; charset=utf-8", max_age: int = LIVE_MAX_AGE,
-        state: object = None, ttl: float = 0.0, marker: object = None,
+        state: object = None, ttl: float = 0.0, marker: object = None, lasts: float | None = None,
     ) -> Page:  # fmt: skip
         """The page of ``body`` with a weak ETag (what it shows: ``key``, plus a hash of the
         bytes, so a rating or comment change elsewhere also changes it).  A text is kept
-        gzipped; bytes (a picture, compressed already) as they are."""
+        gzipped; bytes (a picture, compressed already) as they are.  ``lasts``: seconds
+        the page stays true at most (it shows a time left), None = until what it shows changes."""
         data = body.encode("utf-8") if isinstance(body, str) else body
         etag = f'W/"{key}-{hashlib.blake2b(data, digest_size=10).hexdigest()}"'
         compressed = isinstance(body, str)
         packed = gzip.compress(data, compresslevel=GZIP_LEVEL, mtime=0) if compressed else data
-        until = time.monotonic() + ttl if ttl else 0.0
-        return cls(packed, etag, media_type, max_age, state, until, ttl, marker, compressed)
+        now = time.monotonic()
+        expires = now + lasts if lasts is not None else float("inf")
+        until = min(now + ttl, expires) if ttl else 0.0
+        return cls(packed, etag, media_type, max_age, state, until, ttl, marker, compressed, expires)
 
     @property
     def body(self) -> bytes:
         """The page's bytes (inflated)."""
         return gzip.decompress(self.gzipped) if self.compressed else self.gzipped
 
-    def again(self, ttl: float, marker: object) -> Page:
-        """This page, found the same by the database (``marker`` read before): kept ``ttl`` seconds again."""
-        return dataclasses.replace(self, until=time.monotonic() + ttl if ttl else 0.0, ttl=ttl, marker=marker)
+    def again(self, ttl: float, marker: object, lasts: float | None = None) -> Page:
+        """This page, found the same by the database (``marker`` read before): kept ``ttl``
+        seconds again (``lasts``: and true for that many seconds more, see :meth:`of`)."""
+        now = time.monotonic()
+        expires = now + lasts if lasts is not None else self.expires
+        return dataclasses.replace(self, until=min(now + ttl, expires) if ttl else 0.0, ttl=ttl, marker=marker,
+                                   expires=expires)  # fmt: skip
 
     def fresh(self) -> bool:
         return self.until > time.monotonic()

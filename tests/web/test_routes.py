@@ -354,8 +354,8 @@ def test_player_page_follows_moves_and_ratings(site: Site) -> None:
     game_type, number = site.filled.boards["live"]
     positions = site.filled.positions["live"]
 
-    def board_row(page: str) -> str:
-        return page.split(f'<a href="/boards/{game_type}/{number}">')[1].split("</tr>")[0]
+    def board_row(page: str) -> str:  # (the games list's row: the list of boards waiting for the player comes first)
+        return page.split(f'<a href="/boards/{game_type}/{number}">')[-1].split("</tr>")[0]
 
     async def scenario(client: httpx.AsyncClient) -> tuple[str, str, str, int, str]:
         from pbmserv_terrace.games.terrace import format_move, format_tpn
