@@ -83,12 +83,14 @@ class ServerConfig:
     queue: half of it) can grow: fewer transactions and statements a mail"""
     robot_workers: int = 1
     """worker processes computing the robot players' moves (``serve``; at least 1)"""
-    review_nodes: int = 20_000
+    review_nodes: int = 10_000
     """a game review's search per position (issue 42: the review mail after a finished
     game, computed by the robots' workers); 0 = no reviews"""
-    review_game_nodes: int = 1_000_000
+    review_game_nodes: int = 400_000
     """a game review's search for the whole game at most: a long game's positions get
-    fewer nodes each (at least 200); 0 = no cap"""
+    fewer nodes each (at least 200); 0 = no cap.  A review holds one engine worker
+    while it runs (about 10 s for 400,000 nodes on an idle core): with
+    ``robot_workers = 1`` the robots' moves on other boards wait for it"""
     bounce_threshold: int = 3
     """hard bounces of replies to one address, within ``bounce_window_days``, after
     which the address is marked bouncing: it gets no mail until its player writes

@@ -41,7 +41,9 @@ class ServeProcess:
         self, workdir: Path, dovecot: DovecotServer, relay: LmtpRelay, db_url: str, extra: str = "", env: dict[str, str] | None = None
     ) -> None:
         self.workdir = workdir
-        self.env = dict(env or {})
+        # no game reviews (issue 42) unless the test asks (tests/app/test_review_dovecot.py): the
+        # other tests count the mails a game's end makes
+        self.env = {"PBMSERV_REVIEW_NODES": "0", **(env or {})}
         self.health_port = free_port()
         self.config = workdir / "pbmserv.toml"
         self.config.write_text(

@@ -56,7 +56,10 @@ def wants_review(user: User) -> bool:
 
 
 def owed(game: Game) -> bool:
-    """Whether ``game``, just ended, owes its players a review."""
+    """Whether ``game``, just ended, owes its players a review (not a game that
+    ended before each side had moved: there is nothing to review)."""
+    if game.ply < 2:
+        return False
     kind = GAME_TYPES.get(game.game_type)
     if kind is None or kind.family != "board" or not kind.board.can_review(len(game.seats)):
         return False

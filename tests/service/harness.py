@@ -88,6 +88,9 @@ class Harness:
                 "PBMSERV_DATABASE_URL": url,
                 "PBMSERV_ADDRESS": SERVER,
                 "PBMSERV_IMAP_FAILED_FOLDER": str(Path(self.tmp.name) / "failed"),
+                # no game reviews (issue 42) unless a test turns them on (tests/service/test_reviews.py):
+                # the other tests count the mails a game's end makes
+                "PBMSERV_REVIEW_NODES": "0",
             },
         )
         self.loop = asyncio.new_event_loop()
