@@ -2,10 +2,10 @@
 variation (issue 42: ``analyze N[#k]``).
 
 Unlike a robot's move, which needs only the best move (alpha-beta gives the others
-mere bounds), an analysis scores every root move exactly: each iteration of the
-deepening searches every root move with a full window (``Searcher.root_scores``
-with ``exact``), so the second and third best moves get true scores at the depth
-reached.  A node budget (deterministic: the same position and budget give the same
+mere bounds), an analysis needs the best ``count`` scored exactly: each iteration
+of the deepening searches every root move with the window above the ``count``-th
+best exact score found so far, so the best ``count`` get true scores at the depth
+reached and the others are refuted as cheaply as alpha-beta refutes a move.  A node budget (deterministic: the same position and budget give the same
 answer) stops it; the last completed iteration counts.  Each move's line is then
 read from the transposition table (the best move stored for each position, as long
 as it is legal, the game is not over and no position repeats), at most PV_PLIES
@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pbmserv_terrace.games.terrace import Move, Position
 
 from .board import SearchBoard, to_move_obj
-from .search import MATE, MATE_BOUND, Limits, Searcher, Stop
+from .search import INF, MATE, MATE_BOUND, Limits, Searcher, Stop
 
 PV_PLIES = 8
 """the longest line given for a move (the move itself included)"""
@@ -87,6 +87,30 @@ def _line(sb: SearchBoard, tt: dict[int, tuple[int, int, int, int]], first: int,
     return tuple(to_move_obj(m) for m in line)
 
 
+def _root_scores(searcher: Searcher, moves: list[int], depth: int, count: int) -> list[tuple[int, int]]:
+    """Each root move's score at ``depth`` (the mover's view): exact for the best
+    ``count``, and for the others a bound at most the ``count``-th best score (each
+    is searched with the window above that score: what cannot enter the best
+    ``count`` is refuted cheaply, as alpha-beta refutes all but the best move)."""
+    sb = searcher.sb
+    me_root = sb.to_move == searcher.root
+    best: list[int] = []
+    """the exact scores so far, best first (at most ``count``)"""
+    out = []
+    for m in moves:
+        floor = best[count - 1] if len(best) >= count else -INF
+        undo = sb.make(m)
+        if (sb.to_move == searcher.root) != me_root:
+            score = -searcher.negamax(depth - 1, -INF, -floor, 1)
+        else:
+            score = searcher.negamax(depth - 1, floor, INF, 1)
+        sb.unmake(undo)
+        if score > floor:
+            best = sorted([*best, score], reverse=True)[:count]
+        out.append((score, m))
+    return out
+
+
 def analyse(pos: Position, *, nodes: int, count: int = 3, seen: frozenset[int] = frozenset()) -> Analysis:
     """The ``count`` best moves of the side to move in ``pos`` with their scores and
     lines, searched within ``nodes`` nodes.  ``seen``: keys
@@ -105,7 +129,7 @@ def analyse(pos: Position, *, nodes: int, count: int = 3, seen: frozenset[int] =
     done = 0
     for depth in range(1, MAX_DEPTH + 1):
         try:
-            scored = searcher.root_scores(order, depth, exact=True)
+            scored = _root_scores(searcher, order, depth, count)
         except Stop:
             break
         ranked = sorted(scored, key=lambda sm: -sm[0])  # stable: ties keep the search's order
