@@ -24,7 +24,8 @@ Modules: :mod:`.site` (what handlers share) ← :mod:`.pages`, :mod:`.feeds` (ha
     /boards/{type}/{N}/picture.png[?ply=k]  the mail's picture of the board (a solitaire's table) after ply k
     /boards/{type}/{N}.txt              the game record as plain text
     /boards/{type}/{N}/feed.atom        Atom feed, one entry per ply (a solitaire's move)
-    /players/{U}, /players/{U}/feed.atom
+    /players/{U}, /players/{U}/feed.atom  a player (with the boards waiting for them and their time left)
+    /players/{U}/deadlines.ics          their deadlines as iCalendar (web/ical.py; issue 40)
     /standings                          every game type: Elo tables, the top of each solitaire's ranking
     /standings/{type}                   one game type (a solitaire: all players and the latest shared deals)
     /help                               the help texts the server mails, with the server's address
