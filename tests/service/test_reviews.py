@@ -31,8 +31,8 @@ BLUNDERS = [
 
 
 @pytest.fixture
-def h():
-    harness = Harness()
+def h(db_url: str):
+    harness = Harness(db_url)  # SQLite, and PostgreSQL (marked postgres)
     harness.config.server.review_nodes = 10_000  # (the harness has reviews off for the other tests)
     harness.signup("ann", "ben")
     yield harness
