@@ -49,8 +49,8 @@ class Mta:
 
 
 @pytest.fixture
-def setup():
-    h = Harness()
+def setup(db_url: str):  # SQLite, and PostgreSQL outside the fast tier (the outbox's leases)
+    h = Harness(db_url)
     h.signup("ann", "ben")
     mta = Mta()
     port = free_port()
