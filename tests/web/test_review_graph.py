@@ -9,11 +9,15 @@ import html
 import re
 import xml.etree.ElementTree as ET
 
+import httpx
 from sqlalchemy import select
 
 from pbmserv_terrace.gametypes.review import GameReview, ReviewMistake, review_to_json
 from pbmserv_terrace.store import Game, ReviewRecord, UnitOfWork, utcnow
+from pbmserv_terrace.web import create_app
 
+from ..service.harness import Harness
+from ..service.test_analyze import play
 from .conftest import Site
 
 SVG = "{http://www.w3.org/2000/svg}"
@@ -96,3 +100,28 @@ def test_a_review_that_cannot_be_read_shows_nothing_and_breaks_nothing(site: Sit
     store_review(site, "small", data={"format": 99})
     text = page(site, "small")
     assert 'id="review"' not in text and "Moves" in text
+
+
+def test_the_review_the_service_made_after_a_game_by_mail_shows_on_its_page() -> None:
+    """End to end on SQLite: a game played and resigned by mail, its review made by
+    the service (the harness runs the pool's work inline), then the real app's page."""
+    h = Harness()
+    try:
+        h.config.server.review_nodes = 2_000  # (the harness has reviews off for the other tests)
+        h.signup("ann", "ben")
+        h.challenge("ann", "ben", options="-short")
+
+        async def get(path: str) -> str:
+            app = create_app(h.db, server_name="S", public_url="", address="server@x.test")
+            async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as client:
+                return (await client.get(path)).text
+
+        play(h, 3)
+        assert 'id="review"' not in h.loop.run_until_complete(get("/boards/terrace/101"))  # in play: none
+        replies = h.send("ben", "terrace resign 101 ben pw-ben")
+        assert sum("review" in r.subject for r in replies) == 2
+        text = h.loop.run_until_complete(get("/boards/terrace/101"))
+        section = text[text.index('<section class="review"') :]
+        assert section.count('<th scope="row">') == 4  # the start and the 3 plies before the resignation
+    finally:
+        h.close()
