@@ -5,8 +5,8 @@ health check, and a real mail in (``pbmserv-terrace send`` to the embedded liste
 signup whose welcome lands in the player's Maildir and whose user is in PostgreSQL); the
 web archive answers on the published port; SIGTERM stops the server with exit code 0.
 
-Opt-in: ``PBMSERV_TEST_CONTAINER=1`` (the two image builds take ~10 minutes on this
-project's 2-core machine the first time; deploy/README.md, "Container", has the figures).
+Opt-in: ``PBMSERV_TEST_CONTAINER=1`` (a first run took 15 minutes on this project's
+loaded 2-core machine, 8 with the images' layers there; deploy/README.md, "Container", has the figures).
 Skipped with the reason where the machine cannot: not root, no podman, no base image to be
 had, no OCI runtime that starts a container.
 
@@ -63,7 +63,7 @@ CA_IN_BASE = "/usr/local/share/pbmserv-test/ca.crt"
 SERVER = "pbmserv@terrace.test"
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(not os.environ.get(OPT_IN), reason=f"opt-in: set {OPT_IN}=1 "
-              "(builds the server's and PostgreSQL's images with podman, ~10 min the first time)")]  # fmt: skip
+              "(builds the server's and PostgreSQL's images with podman, ~15 min the first time)")]  # fmt: skip
 
 FIGURES: dict[str, float] = {}
 
