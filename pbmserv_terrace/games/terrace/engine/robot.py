@@ -7,7 +7,13 @@ Levels:
    another army can capture it next when some move avoids that.
 2. **club** — iterative deepening without noise, stopped by a node budget.
 3. **strongest** — the same with a node budget calibrated to about two seconds per
-   move on one core of the development machine (``NODES_PER_SECOND``).
+   move on one core of the development machine (``NODES_PER_SECOND``), and three
+   things robots 1 and 2 do not do (issue 42; ``search(..., robot3=True)``): it
+   plays a move the unfinished last iteration has already proved better than the
+   previous best; its quiescence lets a side in danger (its T can be taken, or the
+   other T can step home) search all its moves (EVASION_PLIES); and it prunes
+   futile quiet moves one ply from the horizon (FUTILITY_MARGIN).  Measured
+   against the frozen copy in ``bench/robot3_frozen`` (bench/robot.py --pairs 3-f3).
 
 Level 3 asks the endgame solver (:mod:`.solve`) first when two armies and few pieces
 are left (SOLVE_PIECES): a short win it proves is played at once, so what robot3
@@ -135,13 +141,13 @@ def search(
     safe_only: bool = False,
     seen: frozenset[int] = frozenset(),
     contempt: int = 0,
-    partial: bool = True,
+    robot3: bool = True,
 ) -> RootResult:
     """Iterative deepening from ``pos``; the score is from army ``root``'s view.
     ``seen``: keys of earlier positions of the game (a return to one is a draw).
-    ``partial``: when the budget stops an iteration, a move it has already proved
-    better than the last iteration's best is played (robot3; robots 1 and 2 keep
-    the last completed iteration's move, as they always did)."""
+    ``robot3``: robot3's search (see the module docstring: the unfinished
+    iteration's better move, evasions in the quiescence, futility pruning); robots
+    1 and 2 search without them, as they always did."""
     sb = SearchBoard(pos)
     moves = sb.moves()
     if not moves:
@@ -149,7 +155,7 @@ def search(
     if safe_only:
         moves = _safe_moves(sb, moves)
     searcher = Searcher(
-        sb, root, limits, seen - {sb.hash}, contempt, EVASION_PLIES if partial else 0, FUTILITY_MARGIN if partial else 0
+        sb, root, limits, seen - {sb.hash}, contempt, EVASION_PLIES if robot3 else 0, FUTILITY_MARGIN if robot3 else 0
     )
     sign = 1 if sb.to_move == root else -1
     order = searcher.order(moves, 0, 0)
@@ -166,7 +172,7 @@ def search(
             # The unfinished iteration searched the previous best first; a move it
             # then proved better (scores above the first are exact) is played.
             part = searcher.partial
-            if partial and not noise and done and len(part) > 1:
+            if robot3 and not noise and done and len(part) > 1:
                 top = max(part, key=lambda sm: sm[0])
                 if top[0] > part[0][0] and abs(best_score) < MATE_BOUND:
                     best, best_score = top[1], top[0]
@@ -212,7 +218,7 @@ def choose_move(
         safe_only=level == 1,
         seen=history_keys(history) if level > 1 else frozenset(),
         contempt=LEVEL_CONTEMPT[level],
-        partial=level == 3,
+        robot3=level == 3,
     )
     return EngineResult(to_move_obj(res.move), res.score, res.depth, res.nodes, time.perf_counter() - start, level, res.stopped)
 

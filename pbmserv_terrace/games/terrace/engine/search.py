@@ -21,8 +21,13 @@ which is plain negamax.
 Around it: a transposition table keyed by the incremental Zobrist hash (fresh for
 each search, so a search depends only on its inputs), move ordering (the TT move,
 the T's step home, captures of a T, other captures by victim value and smallest
-attacker, two killer moves per ply, the history heuristic), and a quiescence search
-over captures and the T's step home.
+attacker, two killer moves per ply, the history heuristic), a cache of static
+evaluations by key, and a quiescence search over captures and the T's step home.
+For robot3 (issue 42) two options: ``evasion_plies`` (in the quiescence's first
+plies a side in danger searches every move: see :meth:`Searcher.quiesce`) and
+``futility_margin`` (one ply from the horizon, quiet moves that cannot lift the
+static view above alpha are skipped).  Late-move reductions, null move and PVS
+were measured for robot3 and lost (issue 42's notes), so they are not here.
 
 **Repetitions.**  Terrace has no repetition rule, but a position that recurs has
 gained nothing: a side ahead that shuffles back and forth never wins.  So a node
