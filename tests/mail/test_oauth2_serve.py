@@ -31,8 +31,8 @@ from pbmserv_terrace.testing.dovecot import DovecotServer, LmtpRelay
 from pbmserv_terrace.testing.postfix import PostfixServer
 from pbmserv_terrace.testing.tokens import ExpiringSessions, TokenServer
 
-from ..app.test_postfix_loop import Loop, Serve, figures
-from ..mailservers import PLAYERS, SERVER, addr
+from ..app.test_postfix_loop import Loop, figures
+from ..mailservers import PLAYERS, SERVER, ServeProcess, addr
 
 LIFETIME = 12.0
 """seconds an access token lives"""
@@ -65,7 +65,7 @@ def postfix(dovecot: DovecotServer) -> Iterator[PostfixServer]:
         yield pf
 
 
-def serve_config(serve: Serve, tmp_path: Path, tokens: TokenServer, imap_port: int, smtp_port: int) -> None:
+def serve_config(serve: ServeProcess, tmp_path: Path, tokens: TokenServer, imap_port: int, smtp_port: int) -> None:
     (tmp_path / "refresh-token").write_text("rt-server\n")
     (tmp_path / "refresh-token").chmod(0o600)
     serve.config.write_text(f"""
@@ -105,7 +105,9 @@ def test_tokens_expire_while_serve_runs(
 ) -> None:
     imap_proxy = ExpiringSessions(tokens, dovecot.imap_port, "imap").start()
     smtp_proxy = ExpiringSessions(tokens, postfix.submission_port, "smtp").start()
-    serve = Serve(tmp_path, dovecot, cast(LmtpRelay, SimpleNamespace(port=0)), "sqlite://")
+    serve = ServeProcess(
+        tmp_path, dovecot, cast(LmtpRelay, SimpleNamespace(port=0)), "sqlite://", env={"PBMSERV_LOG_LEVEL": "debug"}
+    )
     serve_config(serve, tmp_path, tokens, imap_proxy.port, smtp_proxy.port)
     loop = Loop(postfix, dovecot, tmp_path / "serve.db")
     report: list[str] = []
@@ -123,7 +125,7 @@ def test_tokens_expire_while_serve_runs(
 
 
 def _run(
-    loop: Loop, serve: Serve, tokens: TokenServer, imap_proxy: ExpiringSessions, smtp_proxy: ExpiringSessions,
+    loop: Loop, serve: ServeProcess, tokens: TokenServer, imap_proxy: ExpiringSessions, smtp_proxy: ExpiringSessions,
     report: list[str],
 ) -> None:  # fmt: skip
     started = time.time()
