@@ -63,11 +63,19 @@ def game_table(*games: GameType) -> dict[str, GameType]:
     return table
 
 
+ROBOT_ELO_8X8 = {1: 1600.0 - 223, 2: 1600.0, 3: 1600.0 + 597}
+ROBOT_ELO_6X6 = {1: 1600.0 - 512, 2: 1600.0, 3: 1600.0 + 394}
+"""The robots' ratings, pinned (issue 42): robot2 at the scale's start, the others by
+the Elo differences ``bench/robot.py`` measured at the robots' own budgets on
+2026-11-28 (8x8 long / 6x6 short): robot2 v robot1 +223 [+112, +405] (30 games) /
++512 [+345, +1200] (30); robot3 v robot2 +597 [+401, +1200] (16) / +394 [+253, +1200]
+(16).  Measure again when an engine changes (``--pairs 2-1,3-2``)."""
+
 GAME_TYPES: dict[str, GameType] = game_table(
     GameType("terrace", "Terrace", "board", TerraceRules(8), help_topics=("terrace", "rules"),
-             help_template="help_terrace.txt", key_code=0),
+             help_template="help_terrace.txt", key_code=0, robot_ratings=ROBOT_ELO_8X8),
     GameType("terrace6x6", "Terrace6x6", "board", TerraceRules(6), help_topics=("terrace6x6",),
-             help_template="help_terrace.txt", key_code=1),
+             help_template="help_terrace.txt", key_code=1, robot_ratings=ROBOT_ELO_6X6),
     GameType("patience", "Patience", "solitaire", PatienceRules(), help_topics=("patience", "solitaire"), key_code=2),
     GameType("breakthrough", "Breakthrough", "board", BreakthroughRules(8), help_topics=("breakthrough",),
              help_template="help_breakthrough.txt", key_code=3),

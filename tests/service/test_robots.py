@@ -11,8 +11,10 @@ from email.utils import parseaddr
 import pytest
 
 from pbmserv_terrace.app.robots import play_inline
+from pbmserv_terrace.elo import K_PROVISIONAL, START, expected
 from pbmserv_terrace.games.terrace import parse_move, parse_tpn
 from pbmserv_terrace.games.terrace.engine import accepts_draw
+from pbmserv_terrace.gametypes import GAME_TYPES
 from pbmserv_terrace.mail.message import parse_message
 from pbmserv_terrace.service.robots import ROBOTS_ALONE_PLIES
 from pbmserv_terrace.store import Game, MoveRecord, UnitOfWork, User
@@ -178,14 +180,38 @@ def test_undo_is_always_rejected_at_once(h):
     assert "accept or reject" not in replies[-1].body  # nothing left to answer
 
 
-def test_robots_are_rated_and_in_the_standings(h):
+def test_robots_are_rated_at_their_pinned_strength_and_in_the_standings(h):
+    """Issue 42: each level's Elo is measured (bench/robot.py) and pinned: the robot's
+    row keeps it, the person is rated against it."""
+    pinned = GAME_TYPES["terrace"].pinned_rating(1)
+    assert pinned is not None
     h.send("ann", "terrace challenge ann pw-ann robot1")
     h.move(101, "ann", "d2-e3")  # robot1 answers: ply 2, past the first round
     end = h.send("ann", "terrace resign 101 ann pw-ann")
-    assert "robot1 wins" in end[0].body
+    assert "robot1 wins" in end[0].body and "robot1: " + str(round(pinned)) + " (a robot's rating is fixed" in end[0].body
     table = h.send("ann", "terrace standings")[0].body
     rows = {line.split()[1]: line.split()[2:6] for line in table.splitlines() if line[:4].strip().isdigit()}
-    assert rows == {"robot1": ["1632", "1", "0", "0"], "ann": ["1568", "0", "1", "0"]}
+    ann = round(START + K_PROVISIONAL * (0 - expected(START, pinned)))
+    assert rows == {"robot1": [str(round(pinned)), "1", "0", "0"], "ann": [str(ann), "0", "1", "0"]}
+    # a row that drifted (an older server, another measurement) is put back by the timers
+    async def drift() -> float:
+        async with UnitOfWork(h.db) as uow:
+            robot = await uow.users.get("robot1")
+            row = await uow.ratings.get(robot.id, "terrace")
+            row.rating = 1234.0
+            await uow.commit()
+        await h.service.run_timers()
+        async with UnitOfWork(h.db) as uow:
+            return (await uow.ratings.get(robot.id, "terrace")).rating
+
+    assert h.loop.run_until_complete(drift()) == pinned
+
+
+def test_the_pinned_levels_are_in_order():
+    for name in ("terrace", "terrace6x6"):
+        kind = GAME_TYPES[name]
+        assert kind.pinned_rating(1) < kind.pinned_rating(2) < kind.pinned_rating(3), name
+    assert GAME_TYPES["terrace"].pinned_rating(None) is None
 
 
 def test_a_crash_before_the_robots_move_gives_exactly_one_move_after_restart(h):
