@@ -50,18 +50,30 @@ def choose(pos: Position, rng: random.Random) -> Move:
     return rng.choice(moves)
 
 
-def newest_text(root: Path, address: str) -> str:
-    """The text part of the newest mail in ``address``'s local Maildir ('' if none):
-    the last by file name, which the server makes from the time it queued the
+def texts(root: Path, address: str, last: int = 1) -> list[str]:
+    """The text parts of the ``last`` newest mails in ``address``'s local Maildir,
+    oldest first: by file name, which the server makes from the time it queued the
     reply, to the microsecond (the files' times tie for replies written together)."""
     folder = root / "maildirs" / address
     files = sorted(folder.glob("*/*"), key=lambda p: p.name) if folder.exists() else []
-    if not files:
-        return ""
-    msg = email.message_from_bytes(files[-1].read_bytes(), policy=email.policy.default)
-    assert isinstance(msg, EmailMessage)
-    part = msg.get_body(preferencelist=("plain",))
-    return part.get_content() if part is not None else ""
+    found = []
+    for path in files[-last:]:
+        msg = email.message_from_bytes(path.read_bytes(), policy=email.policy.default)
+        assert isinstance(msg, EmailMessage)
+        part = msg.get_body(preferencelist=("plain",))
+        found.append(part.get_content() if part is not None else "")
+    return found
+
+
+def newest_text(root: Path, address: str) -> str:
+    """The text part of the newest mail in ``address``'s local Maildir ('' if none)."""
+    return (texts(root, address) or [""])[-1]
+
+
+def game_over(root: Path, address: str) -> str:
+    """The game-end mail among the newest two ('' if none): the game's review (issue
+    42) may follow it as soon as the robots' worker has made it."""
+    return next((t for t in reversed(texts(root, address, 2)) if "Game over" in t), "")
 
 
 def play_against_robot(tmp: Path, robot: str, setup: str, game_type: str = "terrace", seed: int = 7) -> tuple[str, int, str]:
@@ -95,8 +107,8 @@ def play_against_robot(tmp: Path, robot: str, setup: str, game_type: str = "terr
             while True:
                 tpn, ply, status = board(db, game_type=game_type) if db.exists() else ("", 0, "")
                 newest = newest_text(tmp, "ann@home.test")
-                if status not in ("", "active") and "Game over" in newest:
-                    return cli("inbox", "ann@home.test", "--last", "1", cwd=tmp, env=env).stdout, ply, status
+                if status not in ("", "active") and game_over(tmp, "ann@home.test"):
+                    return game_over(tmp, "ann@home.test"), ply, status
                 if (
                     status == "active"
                     and parse_tpn(tpn).to_move == 1
