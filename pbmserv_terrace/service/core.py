@@ -184,7 +184,7 @@ class Service:
                     handled += await digests.send_due(ctx, user)
                 queued += self.queue_replies(ctx, min(now, utcnow()))
                 await uow.commit()
-            if len(users) < batch:
+            if not users:  # (not "fewer than batch": another worker's locked rows are skipped, not done)
                 break
         async with UnitOfWork(self.db) as uow:
             await Digests(uow.session).ran(now)

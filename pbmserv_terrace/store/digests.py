@@ -18,6 +18,8 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import JSON, DateTime, ForeignKey, Index, Integer, String, select, update
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Mapped, mapped_column
 
@@ -113,8 +115,11 @@ class Digests:
 
     async def ran(self, at: datetime, name: str = TIMERS) -> None:
         """Record a run at ``at`` (the latest time stays)."""
-        row = await self.session.get(TimerRun, name, with_for_update=True)
-        if row is None:
-            self.session.add(TimerRun(name=name, last_at=at))
-        elif at > row.last_at:
-            row.last_at = at
+        # an upsert: two workers' first runs may record at once (a plain INSERT after a
+        # SELECT that found nothing failed the second on the primary key)
+        dialect = self.session.get_bind().dialect.name
+        upsert = pg_insert if dialect == "postgresql" else sqlite_insert
+        await self.session.execute(upsert(TimerRun).values(name=name, last_at=at).on_conflict_do_nothing(index_elements=["name"]))
+        await self.session.execute(
+            update(TimerRun).where(TimerRun.name == name, TimerRun.last_at < at).values(last_at=at)
+        )
