@@ -17,8 +17,8 @@ from ..store.archive import Archive, GameRow, ListedGame, MoveRow
 from . import tableview
 from .boardview import frames, replay, status_lines, text_record
 from .clockview import BoardTime
-from .pages import PLAYER_GAMES, board_url, board_view, is_solitaire, kept_page, outcome_for, userid_of
-from .site import NotFound, Page, Site, result_words, site_of
+from .pages import PLAYER_GAMES, board_url, board_view, is_solitaire, kept_page, known_user, outcome_for, userid_of
+from .site import Page, Site, result_words, site_of
 
 ATOM = "application/atom+xml; charset=utf-8"
 
@@ -110,10 +110,7 @@ async def _make_player_feed(site: Site, wanted: str, base: str) -> Page:
     marker = await site.marker()
     async with site.db.reading() as session:
         archive = Archive(session)
-        user = await archive.user(wanted)
-        if user is None:
-            raise NotFound(f"a player called '{wanted[:40]}'")
-        user_id, userid, created = user
+        user_id, userid, created = await known_user(archive, wanted)
         games = await archive.games_of_user(user_id, PLAYER_GAMES)
     entries = []
     for g in games[:50]:

@@ -29,8 +29,8 @@ from starlette.responses import Response
 from ..gametypes import game_title
 from ..store.archive import Archive
 from .clockview import TIME_STEP, Waiting
-from .pages import board_url, kept_page, userid_of, waiting_boards
-from .site import LIVE_MAX_AGE, NotFound, Page, Site, site_of
+from .pages import board_url, kept_page, known_user, userid_of, waiting_boards
+from .site import LIVE_MAX_AGE, Page, Site, site_of
 
 CALENDAR = "text/calendar; charset=utf-8"
 PRODID = "-//pbmserv-terrace//deadlines//EN"
@@ -133,10 +133,7 @@ async def _make_deadlines(site: Site, wanted: str, base: str) -> Page:
     marker = await site.marker()
     async with site.db.reading() as session:
         archive = Archive(session)
-        user = await archive.user(wanted)
-        if user is None:
-            raise NotFound(f"a player called '{wanted[:40]}'")
-        user_id, userid, _created = user
+        user_id, userid, _created = await known_user(archive, wanted)
         waiting = await waiting_boards(site, archive, user_id, userid)
     body = calendar(userid, site.server_name, base, waiting)
     key = ("ics", wanted.lower(), base)

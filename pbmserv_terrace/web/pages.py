@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Awaitable, Callable
+from datetime import datetime
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
@@ -50,6 +51,14 @@ def game_type_of(request: Request) -> str:
 def board_url(game: GameRow | ListedGame | tuple[str, int], ply: int | None = None) -> str:
     game_type, number = game if isinstance(game, tuple) else (game.game_type, game.board_number)
     return f"/boards/{game_type}/{number}" + ("" if ply is None else f"?ply={ply}")
+
+
+async def known_user(archive: Archive, wanted: str) -> tuple[int, str, datetime]:
+    """(id, userid, created) of the player called ``wanted``, or a 404."""
+    user = await archive.user(wanted)
+    if user is None:
+        raise NotFound(f"a player called '{wanted[:40]}'")
+    return user
 
 
 def userid_of(request: Request) -> str:
