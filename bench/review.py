@@ -2,7 +2,11 @@
 played to its end (or ``--plies``), then reviewed as the worker pool does
 (``service.reviews.compute`` at the budget ``service.reviews.budget`` gives for the
 default ``[server] review_nodes`` and ``review_game_nodes``, or the ones given).
-Prints the plies, the nodes per position, the seconds, and the mistakes found.
+Prints the plies, the nodes per position, the seconds, and the mistakes found;
+then the same review in the steps ``serve`` makes it in (``service.reviews.step``,
+each step's values through pickle as to and from a worker): the steps, their total
+and the longest step, which is what a robot's move asked during a review waits for
+at most with one worker.
 
 Run: python bench/review.py [--game terrace6x6] [--levels 1 2] [--plies 80] [--nodes N] [--cap N]
 """
@@ -10,6 +14,7 @@ Run: python bench/review.py [--game terrace6x6] [--levels 1 2] [--plies 80] [--n
 from __future__ import annotations
 
 import argparse
+import pickle
 import sys
 import time
 from pathlib import Path
@@ -19,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from pbmserv_terrace.config import ServerConfig, load_config
 from pbmserv_terrace.gametypes import board_rules
 from pbmserv_terrace.gametypes.review import review_from_json
-from pbmserv_terrace.service.reviews import budget, compute
+from pbmserv_terrace.service.reviews import budget, compute, data_of, step
 
 
 def main() -> None:
@@ -54,6 +59,18 @@ def main() -> None:
           f"{took / (len(moves) + 1) * 1000:.0f} ms a position")  # fmt: skip
     print(f"mistakes: {len(review.mistakes)} (with a proved reason: {sum(m.reason is not None for m in review.mistakes)}),"
           f" turning point: ply {review.turning_point}")  # fmt: skip
+    found: tuple[object, ...] = ()
+    times = []
+    while True:
+        started = time.perf_counter()
+        done = pickle.loads(pickle.dumps(step(args.game, start, moves, nodes, found)))
+        times.append(time.perf_counter() - started)
+        if done.done:
+            break
+        found = done.found
+    assert data_of(done) == data, "the review in steps differs from the review in one go"
+    print(f"in steps: {len(times)} steps, {sum(times):.1f} s in all, the longest {max(times) * 1000:.0f} ms "
+          f"(mean {sum(times) / len(times) * 1000:.0f} ms); the same review")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -88,9 +88,9 @@ class ServerConfig:
     game, computed by the robots' workers); 0 = no reviews"""
     review_game_nodes: int = 400_000
     """a game review's search for the whole game at most: a long game's positions get
-    fewer nodes each (at least 200); 0 = no cap.  A review holds one engine worker
-    while it runs (about 10 s for 400,000 nodes on an idle core): with
-    ``robot_workers = 1`` the robots' moves on other boards wait for it"""
+    fewer nodes each (at least 200); 0 = no cap.  A review takes about 10 s of an
+    engine worker for 400,000 nodes, in steps of one position each (0.1-0.5 s): a
+    robot's move asked meanwhile waits for one step, not for the review"""
     bounce_threshold: int = 3
     """hard bounces of replies to one address, within ``bounce_window_days``, after
     which the address is marked bouncing: it gets no mail until its player writes

@@ -24,6 +24,17 @@ review within the operator's budget, :meth:`Service.review_answer` mails it once
 A review the engine fails on is marked failed (never retried forever); one a
 dead pool or a stop interrupted stays owed and is made at the next start.
 
+Robots' moves come first (issue 42): a review is made in short steps
+(:func:`..service.reviews.step`, one position's search each: 0.1-0.6 s where the
+whole review of a long game takes 10 s), each a job of its own, and the pool's
+places are handed out by priority (:class:`Places`): a robot's move or a hint (a
+person waits for it) takes the next place free, before the next step of any
+review and before an analysis.  So with one worker a robot's move asked during a
+review waits for the step being computed, not for the review.  An analysis
+(``analyze``) is one job (its search keeps its tables from one iteration to the
+next; 150,000 nodes, about 3-4 s): a robot's move asked while one runs waits for
+it, but never for the analyses and review steps queued behind it.
+
 The worker processes die with ``serve`` (issue 36): a ``serve`` killed with
 SIGKILL used to leave its engine worker (and with it multiprocessing's resource
 tracker, which lives until the last holder of its pipe ends) running under PID 1.
@@ -40,11 +51,14 @@ search only (it came 16 s after the challenge; later moves 0.2-5 s).
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import heapq
+import itertools
 import logging
 import multiprocessing
 import os
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any
@@ -54,12 +68,16 @@ from ..service import HandleResult, Service
 from ..service.analysis import ANALYSIS_NODES, AnalysisTurn
 from ..service.analysis import compute as analysis_of
 from ..service.hints import HINT_SECONDS, desk_of, solve
-from ..service.reviews import budget, compute
+from ..service.reviews import budget, compute, data_of, step
 from ..service.robots import HintTurn, ReviewTurn, RobotTurn, think, to_say
 
 ROBOT_NICE = 5
 """the engine workers' niceness: a robot's move or a hint waits for the CPU while
 ``serve`` answers mail (issue 36: 30 hints at once held honest replies back)"""
+
+FIRST, LATER = 0, 1
+"""the pool's priorities (:class:`Places`): a robot's move or a hint, that a person
+waits for, before a review's step or an analysis"""
 
 log = logging.getLogger("pbmserv.robots")
 MAX_INLINE_PLIES = 200
@@ -148,6 +166,48 @@ def warm() -> int:
     return os.getpid()
 
 
+class Places:
+    """The pool's ``count`` places (one a worker process), handed out by priority
+    (lowest first; within one, first come first served).  Every job holds a place
+    while it runs, so the pool never queues one of its own: a job waiting for a
+    place is overtaken by any job of a higher priority that comes meanwhile."""
+
+    def __init__(self, count: int) -> None:
+        self.free = count
+        self.waiting: list[tuple[int, int, asyncio.Future[None]]] = []
+        self.arrivals = itertools.count()
+
+    @contextlib.asynccontextmanager
+    async def place(self, priority: int) -> AsyncIterator[None]:
+        """Hold a place (waiting for one) while the body runs its job."""
+        await self._take(priority)
+        try:
+            yield
+        finally:
+            self._give_back()
+
+    async def _take(self, priority: int) -> None:
+        if self.free > 0:  # (a place given back goes to a waiting job first: nobody waits)
+            self.free -= 1
+            return
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        heapq.heappush(self.waiting, (priority, next(self.arrivals), future))
+        try:
+            await future
+        except asyncio.CancelledError:
+            if future.done() and not future.cancelled():
+                self._give_back()  # handed a place just as it was cancelled: the next job takes it
+            raise
+
+    def _give_back(self) -> None:
+        while self.waiting:
+            _, _, future = heapq.heappop(self.waiting)
+            if not future.done():  # (a waiter cancelled meanwhile is passed over)
+                future.set_result(None)
+                return
+        self.free += 1
+
+
 class RobotPlayer:
     """The robots of ``serve``: a queue of boards, ``workers`` engine processes.
 
@@ -173,6 +233,13 @@ class RobotPlayer:
         """analyses queued or being computed"""
         self.warmed = asyncio.Event()
         """set once every engine worker has started and imported the engine"""
+        self.places = Places(self.workers)
+        self.reviews: asyncio.Queue[ReviewTurn] = asyncio.Queue()
+        """reviews to make, step by step (:meth:`_reviewer`)"""
+        self.reviewing: dict[int, int] = {}
+        """reviews (their game ids) queued or being made → the steps done so far"""
+        self.reviewed = 0
+        """reviews answered (mailed, or marked failed)"""
 
     def want(self, turns: Iterable[RobotTurn]) -> None:
         """Queue these boards; one already queued or being worked on is looked at
@@ -183,9 +250,17 @@ class RobotPlayer:
                     self.analysing.add(turn.analysis_id)
                     self.analyses.put_nowait(turn.analysis_id)
                 continue
+            if isinstance(turn, ReviewTurn):
+                self._want_review(turn)
+                continue
             if isinstance(turn, HintTurn):
                 desk_of(self.service).queued(turn.key)  # counted among the waiting hints until done
             self._want(turn.key)
+
+    def _want_review(self, turn: ReviewTurn) -> None:
+        if turn.game_id not in self.reviewing:
+            self.reviewing[turn.game_id] = 0
+            self.reviews.put_nowait(turn)
 
     def _want(self, key: tuple[str, int]) -> None:
         if key in self.waiting:
@@ -206,6 +281,7 @@ class RobotPlayer:
         pool = ProcessPoolExecutor(self.workers, mp_context=context, initializer=pool_worker, initargs=(os.getpid(), ROBOT_NICE, "pbmserv-robot"))
         tasks = [asyncio.create_task(self._warm(pool), name="robots-warm")]
         tasks += [asyncio.create_task(self._worker(pool), name=f"robot-{i}") for i in range(self.workers)]
+        tasks += [asyncio.create_task(self._reviewer(pool), name=f"reviewer-{i}") for i in range(self.workers)]
         tasks.append(asyncio.create_task(self._analyst(pool), name="analyst"))
         try:
             try:
@@ -263,22 +339,23 @@ class RobotPlayer:
             if turn is None or (turn.game_type, turn.board, turn.ply) in self.failed:
                 return
             if isinstance(turn, ReviewTurn):
-                if turn == answered:
-                    return  # (answered, and the row still says it is owed: never a busy loop)
-                answered = turn
-                await self._review(pool, turn)
-                continue
+                self._want_review(turn)  # (the robot's move ended the game: its review, in steps)
+                return
             if isinstance(turn, HintTurn):
                 if turn == answered:
                     return  # (answered, and the board still says it waits: never a busy loop)
                 answered = turn
-                found = await loop.run_in_executor(pool, solve, turn.game_type, turn.variant, turn.deal, turn.moves, HINT_SECONDS)
+                async with self.places.place(FIRST):
+                    found = await loop.run_in_executor(pool, solve, turn.game_type, turn.variant, turn.deal, turn.moves,
+                                                       HINT_SECONDS)  # fmt: skip
                 result = await self.service.hint_answer(turn, found)  # (duplicate: the board moved on; looked at again)
                 log.info("%s", result.log_line())
                 if result.outbox_ids:
                     self.on_replies()
                 continue
-            move, comment = await loop.run_in_executor(pool, think, turn.game_type, turn.tpn, turn.level, turn.ply, turn.history)
+            async with self.places.place(FIRST):
+                move, comment = await loop.run_in_executor(pool, think, turn.game_type, turn.tpn, turn.level, turn.ply,
+                                                           turn.history)  # fmt: skip
             result = await self.service.robot_move(turn, move, to_say(turn, comment))
             log.info("%s", result.log_line())
             if result.status == "error":
@@ -289,22 +366,55 @@ class RobotPlayer:
             if result.outbox_ids:
                 self.on_replies()
 
-    async def _review(self, pool: ProcessPoolExecutor, turn: ReviewTurn) -> None:
-        """Compute the review of a finished board in a worker and mail it (once)."""
+    async def _reviewer(self, pool: ProcessPoolExecutor) -> None:
+        """Reviews, one at a time per task (``workers`` tasks): each made and mailed
+        (once) by :meth:`_make_review`."""
+        while True:
+            turn = await self.reviews.get()
+            try:
+                await self._make_review(pool, turn)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                # (the row stays pending: the next start's rescan finds it)
+                log.exception("the review of %s %d: not made now; it stays owed and is made at the next start",
+                              turn.game_type, turn.board)  # fmt: skip
+                await asyncio.sleep(1.0)
+            finally:
+                self.reviewing.pop(turn.game_id, None)
+
+    async def _make_review(self, pool: ProcessPoolExecutor, turn: ReviewTurn) -> None:
+        """Make the review of a finished board in steps, each a job of its own at the
+        pool's LATER priority (a robot's move waiting takes the next place), and mail
+        it (once)."""
+        current = await self.service.robot_turn(turn.game_type, turn.board)
+        if not isinstance(current, ReviewTurn) or current.game_id != turn.game_id:
+            return  # answered meanwhile (another loop, or the same review reported twice)
         loop = asyncio.get_running_loop()
-        nodes = budget(self.service.config, len(turn.moves))
+        nodes = budget(self.service.config, len(current.moves))
         started = time.perf_counter()
+        found: tuple[Any, ...] = ()
+        steps = 0
         try:
-            data = await loop.run_in_executor(pool, compute, turn.game_type, turn.start, turn.moves, nodes)
+            while True:
+                async with self.places.place(LATER):
+                    done = await loop.run_in_executor(pool, step, current.game_type, current.start, current.moves, nodes, found)
+                steps += 1
+                self.reviewing[turn.game_id] = steps
+                if done.done:
+                    break
+                found = done.found
+            data = data_of(done)
         except BrokenProcessPool:
             raise  # (a worker died: the review stays owed and is made at the next chance)
         except Exception:
-            log.exception("the review of %s %d failed; it is marked failed", turn.game_type, turn.board)
+            log.exception("the review of %s %d failed; it is marked failed", current.game_type, current.board)
             data = None
-        log.info("review of %s %d: %d plies at %d nodes in %.1f s", turn.game_type, turn.board, len(turn.moves), nodes,
-                 time.perf_counter() - started)  # fmt: skip
-        result = await self.service.review_answer(turn, data)
+        log.info("review of %s %d: %d plies at %d nodes in %d steps, %.1f s", current.game_type, current.board,
+                 len(current.moves), nodes, steps, time.perf_counter() - started)  # fmt: skip
+        result = await self.service.review_answer(current, data)
         log.info("%s", result.log_line())
+        self.reviewed += 1
         if result.outbox_ids:
             self.on_replies()
 
@@ -320,7 +430,9 @@ class RobotPlayer:
                     continue
                 started = time.perf_counter()
                 try:
-                    found = await loop.run_in_executor(pool, analysis_of, turn.game_type, turn.tpn, turn.history, ANALYSIS_NODES)
+                    async with self.places.place(LATER):
+                        found = await loop.run_in_executor(pool, analysis_of, turn.game_type, turn.tpn, turn.history,
+                                                           ANALYSIS_NODES)  # fmt: skip
                 except BrokenProcessPool:
                     raise  # (a worker died: the analysis stays pending and is made at the next start)
                 except Exception:

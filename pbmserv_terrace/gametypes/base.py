@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, TypeVar, cast
 
 from .analysis import PositionAnalysis
-from .review import GameReview
+from .review import GameReview, ReviewStep
 
 Family = Literal["board", "solitaire"]
 
@@ -169,6 +169,15 @@ class BoardRules(Protocol[P, M]):
         searching ``nodes`` per position; None when it cannot review it.  Strings in,
         a plain value out: it runs in a worker process, deterministic for its
         arguments."""
+        ...
+
+    def review_step(self, start: str, moves: Sequence[str], nodes: int, found: tuple[Any, ...]) -> ReviewStep:
+        """The same review as :meth:`review` made in short steps, each a bounded part
+        of the work (Terrace: one position's search, or one mistake's proof): given
+        what the steps so far found (``()`` for the first), do the next one.  Called
+        again with each answer's ``found`` until one says ``done``; that one's
+        ``review`` equals :meth:`review`'s.  Plain values in and out, each step in
+        whichever worker process is free."""
         ...
 
     def can_analyse(self, players: int) -> bool:

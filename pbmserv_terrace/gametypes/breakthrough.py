@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..games.breakthrough import (
     ARMY_NAMES,
@@ -47,7 +47,7 @@ from ..games.breakthrough.picture import FILL, SIZE
 from ..games.breakthrough.robot import example_move as safe_example
 from .analysis import PositionAnalysis
 from .base import BoardRules, Outcome
-from .review import GameReview
+from .review import GameReview, ReviewStep
 
 COLOUR_NAMES = {WHITE: "white", BLACK: "black"}
 """the pawns' colours in words, for the board mail's list of players"""
@@ -148,6 +148,9 @@ class BreakthroughRules:
 
     def review(self, start: str, moves: Sequence[str], nodes: int) -> GameReview | None:
         return None
+
+    def review_step(self, start: str, moves: Sequence[str], nodes: int, found: tuple[Any, ...]) -> ReviewStep:
+        return ReviewStep((), True, None)
 
     def can_analyse(self, players: int) -> bool:
         return False  # no analysing engine (issue 42 analyses Terrace)

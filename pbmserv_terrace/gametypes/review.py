@@ -92,6 +92,22 @@ class GameReview:
         return value if seat == 1 else -value
 
 
+@dataclass(frozen=True, slots=True)
+class ReviewStep:
+    """Where a review made in steps stands (:meth:`BoardRules.review_step`): a robot's
+    move can be computed between two steps, where one long job would make it wait
+    for the whole review."""
+
+    found: tuple[Any, ...]
+    """what the steps so far found: the game's own plain values (picklable), given
+    back unchanged to the next step"""
+    done: bool
+    """True once the review is made: ``review`` is it (None: the game cannot review this)"""
+    review: GameReview | None = None
+    left: int = 0
+    """steps still to do (0 when done)"""
+
+
 def review_to_json(review: GameReview) -> dict[str, Any]:
     """The JSON form of ``review`` (format 1: the module's docstring)."""
     return {
@@ -150,4 +166,4 @@ def review_from_json(data: Mapping[str, Any]) -> GameReview:
     )
 
 
-__all__ = ["FORMAT", "GameReview", "ReviewMistake", "review_from_json", "review_to_json"]
+__all__ = ["FORMAT", "GameReview", "ReviewMistake", "ReviewStep", "review_from_json", "review_to_json"]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..games.terrace import (
     MOVE_FORMS,
@@ -24,14 +24,23 @@ from ..games.terrace import (
 )
 from ..games.terrace.engine import accepts_draw, choose_move, describe, position_key
 from ..games.terrace.engine.analyse import analyse, mate_in
-from ..games.terrace.engine.review import CLIP, review_game
+from ..games.terrace.engine.review import (
+    CLIP,
+    MISTAKES,
+    Review,
+    assemble,
+    judge,
+    reason,
+    review_game,
+    score_position,
+)
 from ..games.terrace.example import example_move
 from ..games.terrace.perft import perft
 from ..games.terrace.picture import ARMY_COLOUR_NAME, ARMY_FILL, WIDTH, mail_png, page_svg, picture_alt
 from ..games.terrace.pieces import KINDS, piece_text
 from .analysis import AnalysedMove, PositionAnalysis
 from .base import BoardRules, Outcome
-from .review import GameReview, ReviewMistake
+from .review import GameReview, ReviewMistake, ReviewStep
 
 TWO_PLAYER_SETUPS = ("long", "medium", "short", "master")
 
@@ -189,13 +198,45 @@ class TerraceRules:
             before.append(pos)
             played.append(move)
             pos = pos.play(move)
-        result = review_game(self.load(start), played, nodes)
+        return self._game_review(review_game(self.load(start), played, nodes), [*before, pos], nodes)
+
+    def review_step(self, start: str, moves: Sequence[str], nodes: int, found: tuple[Any, ...]) -> ReviewStep:
+        """One step of :meth:`review`: while positions are unscored, the next one's
+        search (``found`` holds each scored position's (score, best move encoded));
+        then, while a chosen mistake has no reason looked for, its proof (``found``
+        then holds those reasons too); then the review, from the same functions in
+        the same order as :func:`..games.terrace.engine.review.review_game`."""
+        pos = self.load(start)
+        if len(pos.armies()) != 2:
+            return ReviewStep((), True, None)
+        played: list[Move] = []
+        positions = [pos]
+        for text in moves:
+            move = parse_move(pos, text)
+            played.append(move)
+            pos = pos.play(move)
+            positions.append(pos)
+        count = len(positions)
+        if len(found) < count:
+            scored = score_position(positions, len(found), nodes)
+            return ReviewStep((*found, scored), False, None, count - len(found) - 1 + 2 * MISTAKES)
+        evaluations, chosen, turning = judge(positions, played, found[:count])
+        order = [m for army in chosen for m in chosen[army]]
+        reasons = found[count:]
+        if len(reasons) < len(order):
+            m = order[len(reasons)]
+            return ReviewStep((*found, reason(positions[m.ply - 1], positions[m.ply], m.played)), False, None,
+                              len(order) - len(reasons))  # fmt: skip
+        return ReviewStep((), True, self._game_review(assemble(evaluations, chosen, turning, reasons), positions, nodes))
+
+    def _game_review(self, result: Review, positions: Sequence[Position], nodes: int) -> GameReview:
+        """The engine's review with its moves written as the players write them."""
         mistakes = tuple(
-            ReviewMistake(m.ply, m.army, format_move(before[m.ply - 1], m.played), format_move(before[m.ply - 1], m.better),
-                          m.swing, m.reason)
+            ReviewMistake(m.ply, m.army, format_move(positions[m.ply - 1], m.played),
+                          format_move(positions[m.ply - 1], m.better), m.swing, m.reason)
             for army in sorted(result.mistakes)
             for m in result.mistakes[army]
-        )
+        )  # fmt: skip
         return GameReview(result.evaluations, mistakes, result.turning_point, CLIP, nodes)
 
     def can_analyse(self, players: int) -> bool:

@@ -11,7 +11,10 @@ A review is made in three steps, the way a hint is (:mod:`.hints`):
 2. The robots' worker pool computes it (:func:`compute`: the game's rules'
    :meth:`BoardRules.review`, plain values in and out) within the operator's
    budget (:func:`budget`: ``[server] review_nodes`` per position, at most
-   ``review_game_nodes`` for the game), outside any transaction.
+   ``review_game_nodes`` for the game), outside any transaction.  ``serve`` makes
+   it in short steps (:func:`step`: one position's search each), behind any
+   robot's move that waits (a person waits for that one; nobody waits to the
+   second for a review); pipe mode in one go.  Both give the same review.
 3. :meth:`pbmserv_terrace.service.Service.review_answer` locks the row and, only
    while it is still ``pending``, stores the review and queues the mails
    (:func:`send`) in one transaction.  So a review computed twice is mailed once,
@@ -29,7 +32,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from ..config import Config
 from ..gametypes import GAME_TYPES, board_rules, game_title
-from ..gametypes.review import GameReview, ReviewMistake, review_from_json, review_to_json
+from ..gametypes.review import GameReview, ReviewMistake, ReviewStep, review_from_json, review_to_json
 from ..render import render
 from ..render.html import INK, MUTED, PAGE_BG, RULE
 from ..store import Game, MoveRecord, User
@@ -108,6 +111,20 @@ def compute(game_type: str, start: str, moves: Sequence[str], nodes: int) -> dic
     rules cannot review it.  Plain values in and out: it runs in a worker process."""
     review = board_rules(game_type).review(start, list(moves), nodes)
     return None if review is None else review_to_json(review)
+
+
+def step(game_type: str, start: str, moves: Sequence[str], nodes: int, found: tuple[Any, ...]) -> ReviewStep:
+    """One step of the same review as :func:`compute` (:meth:`BoardRules.review_step`:
+    one position's search, or one mistake's proof), given what the steps before
+    found.  Plain values in and out: each step runs in whichever worker is free, and
+    the pool puts a robot's move between two steps (:mod:`pbmserv_terrace.app.robots`)."""
+    return board_rules(game_type).review_step(start, list(moves), nodes, found)
+
+
+def data_of(done: ReviewStep) -> dict[str, Any] | None:
+    """The review's JSON from the last :func:`step` (None: the rules cannot review it),
+    what :func:`compute` gives."""
+    return None if done.review is None else review_to_json(done.review)
 
 
 # ---------------------------------------------------------------- the mail
@@ -250,12 +267,14 @@ __all__ = [
     "budget",
     "chart_spec",
     "compute",
+    "data_of",
     "noted",
     "owed",
     "ply_signs",
     "request",
     "review_moves",
     "send",
+    "step",
     "swing_words",
     "wants_review",
 ]

@@ -22,12 +22,19 @@ Reasons come from the endgame solver (:mod:`.solve`), so they are certain:
 Otherwise the review gives no reason (the swing and the better move speak).
 
 The *turning point* is the ply of the largest swing of the game.
+
+:func:`review_game` does it all at once.  The same work in small steps (so that a
+worker pool can put a robot's move between them): :func:`score_position` for each
+position (index ``i`` of :func:`positions_of`; plain values out), :func:`judge` over
+all the scores (cheap), :func:`reason` for each mistake it chose, then
+:func:`assemble`.  :func:`review_game` is exactly that sequence, so both give the
+same review.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from pbmserv_terrace.games.terrace import Move, Position
 
@@ -72,18 +79,22 @@ def clip(score: int) -> int:
     return max(-CLIP, min(CLIP, score))
 
 
-def _score(pos: Position, nodes: int, seen: frozenset[int]) -> tuple[int, Move | None]:
-    """The mover's score of ``pos`` (clipped) and its best move (None: game over)."""
+def score_position(positions: Sequence[Position], index: int, nodes: int) -> tuple[int, int | None]:
+    """The mover's score of ``positions[index]`` (clipped) and its best move, encoded
+    as the search's moves (None: the game is over there), searched at ``nodes`` with
+    the earlier positions of the game as its history.  Plain values out."""
+    pos = positions[index]
     out = pos.outcome()
     if out is not None:
         return (CLIP if out.winner == pos.to_move else -CLIP if out.winner else 0), None
     if not pos.legal_moves():
         return 0, None
+    seen = frozenset(full_hash(p) for p in positions[:index])
     res = search(pos, pos.to_move, Limits(64, nodes), seen=seen, contempt=0)
-    return clip(res.score), to_move_obj(res.move)
+    return clip(res.score), res.move
 
 
-def _reason(before: Position, after: Position, played: Move) -> str | None:
+def reason(before: Position, after: Position, played: Move) -> str | None:
     """What the move did, when the solver can prove it (None otherwise)."""
     mover = before.to_move
     sb_before = SearchBoard(before)
@@ -116,44 +127,77 @@ def _reason(before: Position, after: Position, played: Move) -> str | None:
     return f"lets the opponent force a win in {threat.moves}"
 
 
+def positions_of(start: Position, moves: Sequence[Move]) -> list[Position]:
+    """The game's positions: ``start``, then the one after each move."""
+    positions = [start]
+    for m in moves:
+        positions.append(positions[-1].play(m))
+    return positions
+
+
+def judge(
+    positions: Sequence[Position], moves: Sequence[Move], scored: Sequence[tuple[int, int | None]]
+) -> tuple[tuple[int, ...], dict[int, tuple[Mistake, ...]], int | None]:
+    """From every position's :func:`score_position`: army 1's evaluation after each
+    ply, each army's biggest mistakes (biggest first, their reasons not yet looked
+    for: None) and the turning point."""
+    evaluations = tuple(s if pos.to_move == 1 else -s for (s, _), pos in zip(scored, positions, strict=True))
+    candidates: list[Mistake] = []
+    for i, played in enumerate(moves):
+        before, after = positions[i], positions[i + 1]
+        best_score, best_code = scored[i]
+        ended = after.outcome()
+        if ended is None:
+            played_score = -scored[i + 1][0]
+        else:
+            played_score = CLIP if ended.winner == before.to_move else -CLIP if ended.winner else 0
+        if best_code is None or best_code == encode(played):
+            continue
+        swing = best_score - played_score
+        if swing >= MIN_SWING:
+            candidates.append(Mistake(i + 1, before.to_move, played, to_move_obj(best_code), swing, None))
+    mistakes: dict[int, tuple[Mistake, ...]] = {}
+    for army in positions[0].armies():
+        mistakes[army] = tuple(sorted((c for c in candidates if c.army == army), key=lambda c: (-c.swing, c.ply))[:MISTAKES])
+    turning = max(candidates, key=lambda c: (c.swing, -c.ply)).ply if candidates else None
+    return evaluations, mistakes, turning
+
+
+def assemble(
+    evaluations: tuple[int, ...], mistakes: dict[int, tuple[Mistake, ...]], turning: int | None, reasons: Sequence[str | None]
+) -> Review:
+    """The review from :func:`judge`'s answer and the :func:`reason` of each of its
+    mistakes (in the order of ``mistakes``: by army, as :func:`judge` made it, then
+    biggest first)."""
+    given = iter(reasons)
+    found = {army: tuple(replace(m, reason=next(given)) for m in chosen) for army, chosen in mistakes.items()}
+    return Review(evaluations, found, turning)
+
+
 def review_game(start: Position, moves: Sequence[Move], nodes: int = 20_000) -> Review:
     """Review a two-army game played from ``start`` by ``moves`` (``nodes``: the
     search budget per position; the whole review costs about (plies + 1) times it,
     plus the solver's proofs for the mistakes)."""
     if len(start.armies()) != 2:
         raise ValueError("a review is for two-army games")
-    positions = [start]
-    for m in moves:
-        positions.append(positions[-1].play(m))
-    seen: set[int] = set()
-    scored: list[tuple[int, Move | None]] = []
-    for pos in positions:
-        scored.append(_score(pos, nodes, frozenset(seen)))
-        seen.add(full_hash(pos))
-    evaluations = tuple(s if pos.to_move == 1 else -s for (s, _), pos in zip(scored, positions, strict=True))
-    candidates: list[Mistake] = []
-    for i, played in enumerate(moves):
-        before, after = positions[i], positions[i + 1]
-        best_score, best = scored[i]
-        ended = after.outcome()
-        if ended is None:
-            played_score = -scored[i + 1][0]
-        else:
-            played_score = CLIP if ended.winner == before.to_move else -CLIP if ended.winner else 0
-        if best is None or encode(best) == encode(played):
-            continue
-        swing = best_score - played_score
-        if swing >= MIN_SWING:
-            candidates.append(Mistake(i + 1, before.to_move, played, best, swing, None))
-    mistakes: dict[int, tuple[Mistake, ...]] = {}
-    for army in start.armies():
-        mine = sorted((c for c in candidates if c.army == army), key=lambda c: (-c.swing, c.ply))[:MISTAKES]
-        mistakes[army] = tuple(
-            Mistake(c.ply, c.army, c.played, c.better, c.swing, _reason(positions[c.ply - 1], positions[c.ply], c.played))
-            for c in mine
-        )
-    turning = max(candidates, key=lambda c: (c.swing, -c.ply)).ply if candidates else None
-    return Review(evaluations, mistakes, turning)
+    positions = positions_of(start, moves)
+    scored = [score_position(positions, i, nodes) for i in range(len(positions))]
+    evaluations, mistakes, turning = judge(positions, moves, scored)
+    reasons = [reason(positions[m.ply - 1], positions[m.ply], m.played) for chosen in mistakes.values() for m in chosen]
+    return assemble(evaluations, mistakes, turning, reasons)
 
 
-__all__ = ["CLIP", "MIN_SWING", "Mistake", "Review", "clip", "review_game"]
+__all__ = [
+    "CLIP",
+    "MIN_SWING",
+    "MISTAKES",
+    "Mistake",
+    "Review",
+    "assemble",
+    "clip",
+    "judge",
+    "positions_of",
+    "reason",
+    "review_game",
+    "score_position",
+]

@@ -1,0 +1,128 @@
+"""Robots' moves come first (issue 42): with ``serve``'s one engine worker busy with
+the review of a long game, a robot's move asked meanwhile is made between two of the
+review's steps, not after the review.  The order of what the pool finished is read
+from the mails it queued (the outbox's ids) and from the loop's own counters when it
+said so: no clock is read."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+
+import pytest
+from sqlalchemy import select
+
+from pbmserv_terrace.app.robots import RobotPlayer
+from pbmserv_terrace.gametypes import board_rules
+from pbmserv_terrace.mail.message import parse_message
+from pbmserv_terrace.service.robots import ReviewTurn
+from pbmserv_terrace.store import OutboxMessage, UnitOfWork
+
+from ..service.harness import Harness, raw_mail
+
+HANG = 180.0
+"""seconds after which the test fails (a hang guard only, never a timing check)"""
+PLIES = 60
+"""the long game's plies before its resignation: the review has PLIES + 1 positions to search"""
+
+
+@pytest.fixture
+def h():
+    harness = Harness()
+    harness.config.server.review_nodes = 1_500  # (the harness has reviews off for the other tests)
+    harness.signup("ann", "ben")
+    yield harness
+    harness.close()
+
+
+def long_game(h: Harness, board: int) -> None:
+    """ann and ben play PLIES seeded random moves (none that ends the game) by mail."""
+    h.challenge("ann", "ben")
+
+    async def start() -> str:
+        async with UnitOfWork(h.db) as uow:
+            game = await uow.games.get("terrace", board)
+            assert game is not None
+            return game.position
+
+    rules = board_rules("terrace")
+    pos = rules.load(h.loop.run_until_complete(start()))
+    rng = random.Random(42)
+    for ply in range(PLIES):
+        moves = [m for m in pos.legal_moves() if pos.play(m).outcome() is None]
+        move = rng.choice(moves)
+        h.move(board, ("ann", "ben")[ply % 2], rules.format_move(pos, move))
+        assert h.last is not None and h.last.status == "ok", h.last
+        pos = rules.play(pos, move)
+
+
+async def handle(h: Harness, sender: str, subject: str) -> list:
+    """The mail's own transaction, as ``serve`` handles it (the pool's work is left
+    to the running :class:`RobotPlayer`); the work it reports."""
+    result = await h.service.handle_mail(parse_message(raw_mail(f"{sender}@players.test", subject)))
+    assert result.status == "ok", result.detail
+    return result.robot_turns
+
+
+async def queued(h: Harness) -> list[tuple[int, str, str]]:
+    async with UnitOfWork(h.db) as uow:
+        rows = (await uow.session.execute(select(OutboxMessage).order_by(OutboxMessage.id))).scalars().all()
+        return [(r.id, r.recipient, r.subject) for r in rows]
+
+
+async def until(check, what: str) -> None:
+    async with asyncio.timeout(HANG):
+        while not await check():
+            await asyncio.sleep(0.02)
+
+
+def test_a_robot_move_asked_during_a_long_review_is_made_before_the_review_ends(h: Harness) -> None:
+    long_game(h, 101)
+    h.challenge("ann", "robot1")  # board 102: ann to move
+
+    async def scenario() -> None:
+        # ann (to move) resigns: the review of board 101 is owed (the pool's part is left to the loop)
+        turns = await handle(h, "ann", "terrace resign 101 ann pw-ann")
+        review = next(t for t in turns if isinstance(t, ReviewTurn))
+        assert len(review.moves) == PLIES
+        said: list[tuple[int, int, int]] = []
+        player: RobotPlayer
+
+        def on_replies() -> None:  # (robots' moves played, reviews answered, the review's steps done) when a job's mails were queued
+            said.append((player.played, player.reviewed, player.reviewing.get(review.game_id, -1)))
+
+        player = RobotPlayer(h.service, 1, on_replies=on_replies)  # one engine worker, as the default
+        stopping = asyncio.Event()
+        run = asyncio.create_task(player.run(stopping))
+        player.want(turns)
+        await player.warmed.wait()
+
+        async def reviewing() -> bool:
+            return player.reviewing.get(review.game_id, 0) >= 3
+
+        await until(reviewing, "the review under way")
+        before = await queued(h)
+        # ann moves on board 102 while the review is under way: robot1 is to move
+        wanted = await handle(h, "ann", "terrace move 102 ann pw-ann d2-e3")
+        assert [t.key for t in wanted] == [("terrace", 102)]
+        player.want(wanted)
+
+        async def both_done() -> bool:
+            return player.played == 1 and player.reviewed == 1 and not player.reviewing
+
+        await until(both_done, "the robot's move and the review")
+        stopping.set()
+        await run
+
+        # when the robot's move's mails were queued the review had not been answered and
+        # still had steps to go; its mails came after
+        assert said[0][:2] == (1, 0), said
+        assert 3 <= said[0][2] < PLIES + 1, said
+        assert said[1][:2] == (1, 1), said
+        after = [row for row in await queued(h) if row not in before]
+        robot = [i for i, _, subject in after if "Terrace Board 102" in subject and "review" not in subject]
+        reviews = [i for i, _, subject in after if "Board 101: the review of your game" in subject]
+        assert robot and len(reviews) == 2, after
+        assert max(robot) < min(reviews), after
+
+    h.loop.run_until_complete(scenario())
