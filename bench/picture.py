@@ -36,9 +36,8 @@ from PIL import Image
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from pbmserv_terrace.games.terrace import Move, Position
+from pbmserv_terrace.games.terrace import Move, Position, picture
 from pbmserv_terrace.games.terrace.picture import board_png, board_rgb, board_svg, threatened_squares, to_png
-from pbmserv_terrace.render import picture
 from tests.games.terrace.cases import SETUPS, SIZES, Case, examples, play_out, random_game
 
 TARGET_MS = 15.0

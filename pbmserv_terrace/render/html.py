@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from urllib.parse import quote
 
-from markupsafe import Markup
+from markupsafe import Markup, escape
 
 from ..gametypes import DEFAULT_GAME_TYPE, board_rules
 from . import CommentView, GameView, environment
@@ -143,16 +143,35 @@ def move_links_html(groups: MoveGroups, *, address: str, subject: str, heading: 
     titled ``subject`` and the move text as the body.  '' when there is no move."""
     if not any(targets for _, targets in groups):
         return ""
-    # mailto(address, reply_subject(subject), move) for each move, its fixed part encoded once
-    head = mailto(address, reply_subject(subject), "")
-    linked = [(piece, [(label, head + quote(move, safe=""), capture) for label, move, capture in targets])
+    # mailto(address, reply_subject(subject), move) for each move, its fixed part
+    # encoded and escaped once: a percent-encoded move has nothing left to escape
+    head = escape(mailto(address, reply_subject(subject), ""))
+    style = escape(LINK_STYLE)
+    linked = [(piece, _links(piece, [(label, head + quote(move, safe=""), capture) for label, move, capture in targets], style))
               for piece, targets in groups if targets]  # fmt: skip
     text = (
         environment()
         .get_template("move_links.html")
-        .render(groups=linked, heading=heading, note=note, link_style=LINK_STYLE, ink=INK, muted=MUTED, rule=RULE)
+        .render(groups=linked, heading=heading, note=note, ink=INK, muted=MUTED, rule=RULE)
     )
-    return text.rstrip("\n") + "\n"
+    # ASCII (any other character as a reference) in lines well under 998 characters: the
+    # HTML part around it can then go as it is (7bit), with no quoted-printable to encode
+    return text.rstrip("\n").encode("ascii", "xmlcharrefreplace").decode("ascii") + "\n"
+
+
+def _links(piece: str, targets: Sequence[tuple[str, str, bool]], style: str) -> Markup:
+    """One piece's row of move links (``href`` already escaped), built as a string (a
+    template loop cost five times as much per link; a board mail to the player to move
+    has up to ~90 of them), one link a line."""
+    said = escape(piece)
+    links = []
+    for label, href, capture in targets:
+        shown = escape(label)
+        aria = f' aria-label="{said} {"takes" if capture else "to"} {shown}"' if piece else ""
+        links.append(f'<a href="{href}" style="{style}"{aria}>{"&#215;" if capture else ""}{shown}</a>')
+    # a line each (a line break is a space in HTML); every value in it was escaped above
+    # or is a percent-encoded URL
+    return Markup("\n&#183; ".join(links))  # noqa: S704
 
 
 def play_link_html(url: str, label: str) -> str:
