@@ -11,6 +11,8 @@ from datetime import datetime
 from email.message import Message
 
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from pbmserv_terrace.mail.imap import ImapError, searched_uids, until_lost
 from pbmserv_terrace.mail.message import build_message
@@ -57,6 +59,22 @@ def test_the_html_part_is_html_and_decodes_back(markup: str) -> None:
     plain = markup.isascii() and len(markup) < 998
     assert page["Content-Transfer-Encoding"] == ("7bit" if plain else "quoted-printable")
     assert page.get_content_charset() == ("us-ascii" if plain else "utf-8")
+
+
+@settings(max_examples=300, deadline=None)
+@example("a" * 68 + " \n")  # binascii alone would write a line of 77
+@given(st.lists(st.sampled_from([*"ab =\t.\u00e9\u00d7\u2192\u00a0<>&", "\n", " \n", "\t\n", "=\n", "y" * 80]), max_size=120).map("".join))
+def test_quoted_printable_lines_stay_within_76_and_decode_back(body: str) -> None:
+    """Whatever the text (blanks before line ends, '=' , non-ASCII, long runs): the
+    encoded lines are RFC 2045's at most 76 characters and the text decodes back."""
+    body = "\u00e9" + body  # non-ASCII: always quoted-printable
+    raw = reply(body=body, html="<p>" + body + "</p>", images=[("b@srv.test", b"\x89PNG")])
+    msg = email.message_from_bytes(raw, policy=email.policy.default)
+    parts = [p for p in msg.walk() if p.get_content_maintype() == "text"]
+    assert [p["Content-Transfer-Encoding"] for p in parts] == ["quoted-printable"] * 2
+    assert [text(p) for p in parts] == [body.replace("\r", ""), "<p>" + body.replace("\r", "") + "</p>"]
+    body_lines = raw.split(b"\r\n\r\n", 1)[1].split(b"\r\n")
+    assert max(map(len, body_lines)) <= 76
 
 
 def test_no_header_injection_through_any_value():
