@@ -12,7 +12,7 @@ import random
 import pytest
 from sqlalchemy import select
 
-from pbmserv_terrace.app.robots import RobotPlayer
+from pbmserv_terrace.app.robots import FIRST, LATER, Places, RobotPlayer
 from pbmserv_terrace.gametypes import board_rules
 from pbmserv_terrace.mail.message import parse_message
 from pbmserv_terrace.service.robots import ReviewTurn
@@ -88,7 +88,8 @@ def test_a_robot_move_asked_during_a_long_review_is_made_before_the_review_ends(
         said: list[tuple[int, int, int]] = []
         player: RobotPlayer
 
-        def on_replies() -> None:  # (robots' moves played, reviews answered, the review's steps done) when a job's mails were queued
+        def on_replies() -> None:
+            """When a job's mails were queued: (robots' moves played, reviews answered, the review's steps done)."""
             said.append((player.played, player.reviewed, player.reviewing.get(review.game_id, -1)))
 
         player = RobotPlayer(h.service, 1, on_replies=on_replies)  # one engine worker, as the default
@@ -126,3 +127,33 @@ def test_a_robot_move_asked_during_a_long_review_is_made_before_the_review_ends(
         assert max(robot) < min(reviews), after
 
     h.loop.run_until_complete(scenario())
+
+
+def test_the_pools_places_go_to_robots_moves_first_then_in_order_of_asking() -> None:
+    async def scenario() -> list[str]:
+        places = Places(1)
+        order: list[str] = []
+        release = asyncio.Event()
+
+        async def job(name: str, priority: int) -> None:
+            async with places.place(priority):
+                order.append(name)
+                if name == "review step 1":
+                    await release.wait()
+
+        running = asyncio.create_task(job("review step 1", LATER))
+        await asyncio.sleep(0)  # it holds the one place
+        waiting = [asyncio.create_task(job(name, priority)) for name, priority in
+                   [("analysis", LATER), ("review step 2", LATER), ("gone", FIRST), ("robot move", FIRST), ("hint", FIRST)]]  # fmt: skip
+        await asyncio.sleep(0)
+        waiting[2].cancel()  # a robot's move given up (a stop): passed over
+        release.set()
+        await asyncio.gather(running, *waiting, return_exceptions=True)
+        assert places.free == 1 and not [w for w in places.waiting if not w[2].done()]
+        return order
+
+    loop = asyncio.new_event_loop()
+    try:
+        assert loop.run_until_complete(scenario()) == ["review step 1", "robot move", "hint", "analysis", "review step 2"]
+    finally:
+        loop.close()
