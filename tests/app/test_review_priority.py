@@ -157,3 +157,44 @@ def test_the_pools_places_go_to_robots_moves_first_then_in_order_of_asking() -> 
         assert loop.run_until_complete(scenario()) == ["review step 1", "robot move", "hint", "analysis", "review step 2"]
     finally:
         loop.close()
+
+
+def test_a_review_stopped_between_its_steps_stays_owed_and_is_mailed_once_after_the_restart(h: Harness) -> None:
+    long_game(h, 101)
+
+    async def review_mails() -> list[str]:
+        return [recipient for _, recipient, subject in await queued(h) if "Board 101: the review of your game" in subject]
+
+    async def scenario() -> None:
+        turns = await handle(h, "ann", "terrace resign 101 ann pw-ann")
+        review = next(t for t in turns if isinstance(t, ReviewTurn))
+        first = RobotPlayer(h.service, 1)
+        stopping = asyncio.Event()
+        run = asyncio.create_task(first.run(stopping))
+        first.want(turns)
+
+        async def under_way() -> bool:
+            return first.reviewing.get(review.game_id, 0) >= 3
+
+        await until(under_way, "the review under way")
+        stopping.set()  # serve stops between two steps (or during one)
+        await run
+        assert first.reviewed == 0 and await review_mails() == []
+        owed = [t for t in await h.service.robot_turns() if isinstance(t, ReviewTurn)]
+        assert [t.game_id for t in owed] == [review.game_id]  # still owed: the next start finds it
+        second = RobotPlayer(h.service, 1)  # the next start: its rescan finds the review
+        stopping = asyncio.Event()
+        run = asyncio.create_task(second.run(stopping))
+
+        async def answered() -> bool:
+            return second.reviewed == 1 and not second.reviewing
+
+        await until(answered, "the review made after the restart")
+        second.want(await h.service.robot_turns())  # a rescan after it: nothing more to do
+        await asyncio.sleep(0)
+        assert not second.reviewing
+        stopping.set()
+        await run
+        assert sorted(await review_mails()) == ["ann@players.test", "ben@players.test"]
+
+    h.loop.run_until_complete(scenario())
