@@ -10,6 +10,7 @@ every value with ``|e`` as well: escaping twice is a no-op on Jinja's markup).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from urllib.parse import quote
 
@@ -145,9 +146,9 @@ def move_links_html(groups: MoveGroups, *, address: str, subject: str, heading: 
         return ""
     # mailto(address, reply_subject(subject), move) for each move, its fixed part
     # encoded and escaped once: a percent-encoded move has nothing left to escape
-    head = escape(mailto(address, reply_subject(subject), ""))
-    style = escape(LINK_STYLE)
-    linked = [(piece, _links(piece, [(label, head + quote(move, safe=""), capture) for label, move, capture in targets], style))
+    head = str(escape(mailto(address, reply_subject(subject), "")))
+    style = str(escape(LINK_STYLE))
+    linked = [(piece, _links(piece, [(label, head + _quoted(move), capture) for label, move, capture in targets], style))
               for piece, targets in groups if targets]  # fmt: skip
     text = (
         environment()
@@ -163,15 +164,24 @@ def _links(piece: str, targets: Sequence[tuple[str, str, bool]], style: str) -> 
     """One piece's row of move links (``href`` already escaped), built as a string (a
     template loop cost five times as much per link; a board mail to the player to move
     has up to ~90 of them), one link a line."""
-    said = escape(piece)
+    said = str(escape(piece))
     links = []
     for label, href, capture in targets:
-        shown = escape(label)
+        shown = str(escape(label))
         aria = f' aria-label="{said} {"takes" if capture else "to"} {shown}"' if piece else ""
         links.append(f'<a href="{href}" style="{style}"{aria}>{"&#215;" if capture else ""}{shown}</a>')
     # a line each (a line break is a space in HTML); every value in it was escaped above
     # or is a percent-encoded URL
     return Markup("\n&#183; ".join(links))  # noqa: S704
+
+
+_URL_SAFE = re.compile(r"[A-Za-z0-9_.~-]*")
+"""what ``quote(text, safe="")`` leaves as it is"""
+
+
+def _quoted(move: str) -> str:
+    """``quote(move, safe="")``; a move of letters, digits and dashes (nearly all) as it is."""
+    return move if _URL_SAFE.fullmatch(move) else quote(move, safe="")
 
 
 def play_link_html(url: str, label: str) -> str:
