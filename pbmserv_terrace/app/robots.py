@@ -25,7 +25,7 @@ A review the engine fails on is marked failed (never retried forever); one a
 dead pool or a stop interrupted stays owed and is made at the next start.
 
 Robots' moves come first (issue 42): a review is made in short steps
-(:func:`..service.reviews.step`, one position's search each: 0.1-0.6 s where the
+(:func:`..service.reviews.step`, one position's search each: 0.1-0.5 s where the
 whole review of a long game takes 10 s), each a job of its own, and the pool's
 places are handed out by priority (:class:`Places`): a robot's move or a hint (a
 person waits for it) takes the next place free, before the next step of any

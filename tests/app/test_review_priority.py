@@ -12,11 +12,14 @@ import random
 import pytest
 from sqlalchemy import select
 
+from pbmserv_terrace.app import robots as app_robots
 from pbmserv_terrace.app.robots import FIRST, LATER, Places, RobotPlayer
 from pbmserv_terrace.gametypes import board_rules
+from pbmserv_terrace.gametypes.review import ReviewStep
 from pbmserv_terrace.mail.message import parse_message
+from pbmserv_terrace.service.reviews import step
 from pbmserv_terrace.service.robots import ReviewTurn
-from pbmserv_terrace.store import OutboxMessage, UnitOfWork
+from pbmserv_terrace.store import OutboxMessage, ReviewRecord, UnitOfWork
 
 from ..service.harness import Harness, raw_mail
 
@@ -198,3 +201,36 @@ def test_a_review_stopped_between_its_steps_stays_owed_and_is_mailed_once_after_
         assert sorted(await review_mails()) == ["ann@players.test", "ben@players.test"]
 
     h.loop.run_until_complete(scenario())
+
+
+def failing_step(game_type: str, start: str, moves: tuple[str, ...], nodes: int, found: tuple[object, ...]) -> ReviewStep:
+    """A review step whose engine fails at the third position (run in the worker)."""
+    if len(found) >= 2:
+        raise RuntimeError("the engine failed")
+    return step(game_type, start, moves, nodes, found)
+
+
+def test_a_review_the_engine_fails_on_in_a_step_is_marked_failed_and_mailed_to_nobody(h: Harness, monkeypatch) -> None:
+    monkeypatch.setattr(app_robots, "step", failing_step)  # (the worker gets it by name, from this module)
+    long_game(h, 101)
+
+    async def scenario() -> tuple[str, list[str]]:
+        turns = await handle(h, "ann", "terrace resign 101 ann pw-ann")
+        player = RobotPlayer(h.service, 1)
+        stopping = asyncio.Event()
+        run = asyncio.create_task(player.run(stopping))
+        player.want(turns)
+
+        async def answered() -> bool:
+            return player.reviewed == 1 and not player.reviewing
+
+        await until(answered, "the review answered")
+        stopping.set()
+        await run
+        async with UnitOfWork(h.db) as uow:
+            state = (await uow.session.execute(select(ReviewRecord.state))).scalar_one()
+        return state, [s for _, _, s in await queued(h) if "the review of your game" in s]
+
+    state, mails = h.loop.run_until_complete(scenario())
+    assert state == "failed" and mails == []
+    assert [t for t in h.loop.run_until_complete(h.service.robot_turns()) if isinstance(t, ReviewTurn)] == []  # not retried
