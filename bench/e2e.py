@@ -64,13 +64,13 @@ from pathlib import Path
 
 import asyncpg
 from prometheus_client.parser import text_string_to_metric_families
-from sqlalchemy import make_url, update
+from sqlalchemy import func, make_url, select, update
 
 from pbmserv_terrace.config import ServerConfig, load_config
 from pbmserv_terrace.games.terrace import format_move, start_position
 from pbmserv_terrace.inbound import InboundMail
 from pbmserv_terrace.service import Service
-from pbmserv_terrace.store import Database, OutboxMessage
+from pbmserv_terrace.store import Database, Game, OutboxMessage
 from pbmserv_terrace.testing.dovecot import DovecotServer
 from pbmserv_terrace.testing.postgres import PostgresCluster, free_port
 
@@ -255,13 +255,27 @@ async def seed(url: str, games: int) -> None:
         n += 1
         await service.handle_mail(InboundMail(sender=sender, subject=subject, body="", message_id=f"<seed{n}@bench>"))
 
+    async def confirmation(address: str) -> str:
+        """The key of the newest confirmation mail to ``address`` (its Subject: ``confirm KEY``)."""
+        async with db.reading() as session:
+            subject = (await session.execute(
+                select(OutboxMessage.subject).where(OutboxMessage.recipient == address).order_by(OutboxMessage.id.desc()).limit(1)
+            )).scalar_one()  # fmt: skip
+        if not subject.startswith("confirm "):
+            raise SystemExit(f"seeding: no confirmation mail to {address} (newest: {subject!r})")
+        return subject.split()[1]
+
     for g in range(games):
-        for p in (f"w{g}", f"b{g}"):
+        for p in (f"w{g}", f"b{g}"):  # signed up and the address confirmed by Reply, as a player does
             await mail(f"{p}@players.test", f"signup {p} pw-{p}")
-        await mail(f"w{g}@players.test", f"terrace challenge w{g} b{g}")
+            await mail(f"{p}@players.test", f"confirm {await confirmation(f'{p}@players.test')}")
+        await mail(f"w{g}@players.test", f"terrace challenge w{g} pw-w{g} b{g}")
     async with db.engine.begin() as conn:  # the seed's replies are not part of the run
         await conn.execute(update(OutboxMessage).values(state="printed"))
+        boards = (await conn.execute(select(func.count()).select_from(Game))).scalar_one()
     await db.close()
+    if boards != games:  # (a move mail to a board that does not exist is answered too: a run would measure errors)
+        raise SystemExit(f"seeding made {boards} boards of {games}")
 
 
 def move_mail(g: int, k: int, move: str, run: str) -> tuple[str, bytes]:
