@@ -60,6 +60,8 @@ INF = 1_000_000
 MAX_PLY = 128
 QUIESCENCE_PLIES = 6
 EXACT, LOWER, UPPER = 0, 1, 2
+VICTIM_KEY: tuple[int, ...] = tuple(PIECE_VALUE[SIZE[p]] * 16 for p in range(40))
+"""Move ordering's capture key by the captured piece int (its value, times 16)."""
 
 
 class Stop(Exception):
@@ -147,14 +149,17 @@ class Searcher:
         return v if sb.to_move == self.root else -v
 
     def order(self, moves: list[int], tt_move: int, ply: int) -> list[int]:
-        """Moves best-first: TT move, T home, T captures, captures, killers, history."""
+        """Moves best-first: TT move, T home, T captures, captures, killers, history.
+        (Each move's key is its score shifted over the move, ``s << 12 | m``: one
+        sort of ints, ties broken by the larger move, as a sort of (s, m) pairs.)"""
         sb = self.sb
         board = sb.board
         army = sb.to_move
         goal = sb.goal[army]
         k0, k1 = self.killers[ply]
-        hist = self.history
-        scored = []
+        hget = self.history.get
+        hbase = army << 12
+        keys = []
         for m in moves:
             to = m & 63
             victim = board[to]
@@ -166,18 +171,35 @@ class Searcher:
                 elif victim & 7 == 0:
                     s = 1 << 38
                 else:
-                    s = (1 << 36) + PIECE_VALUE[SIZE[victim]] * 16 - SIZE[board[m >> 6]]
-            elif board[m >> 6] & 7 == 0 and to == goal:
+                    s = (1 << 36) + VICTIM_KEY[victim] - SIZE[board[m >> 6]]
+            elif to == goal and board[m >> 6] & 7 == 0:
                 s = 1 << 39
             elif m == k0:
                 s = 1 << 35
             elif m == k1:
                 s = (1 << 35) - 1
             else:
-                s = hist.get(army << 12 | m, 0)
-            scored.append((s, m))
-        scored.sort(reverse=True)
-        return [m for _, m in scored]
+                s = hget(hbase | m, 0)
+            keys.append(s << 12 | m)
+        keys.sort(reverse=True)
+        return [k & 4095 for k in keys]
+
+    def order_tactical(self, moves: list[int]) -> list[int]:
+        """:meth:`order` for the quiescence's moves (captures of other armies' pieces
+        and the T's step home: no TT move, killers or history), in the same order."""
+        board = self.sb.board
+        keys = []
+        for m in moves:
+            victim = board[m & 63]
+            if not victim:
+                s = 1 << 39  # the T's step home
+            elif victim & 7 == 0:
+                s = 1 << 38
+            else:
+                s = (1 << 36) + VICTIM_KEY[victim] - SIZE[board[m >> 6]]
+            keys.append(s << 12 | m)
+        keys.sort(reverse=True)
+        return [k & 4095 for k in keys]
 
     def negamax(self, depth: int, alpha: int, beta: int, ply: int) -> int:
         sb = self.sb
@@ -271,6 +293,7 @@ class Searcher:
             moves = sb.moves()
             if not moves:
                 return 0  # stuck: a draw (RULES.md §5.4)
+            moves = self.order(moves, 0, ply)
             best = -INF
         else:
             if stand >= beta or qply >= QUIESCENCE_PLIES:
@@ -278,9 +301,9 @@ class Searcher:
             if stand > alpha:
                 alpha = stand
             best = stand
-            moves = sb.tactical_moves()
+            moves = self.order_tactical(sb.tactical_moves())
         me_root = sb.to_move == self.root
-        for m in self.order(moves, 0, ply):
+        for m in moves:
             undo = sb.make(m)
             if (sb.to_move == self.root) != me_root:
                 score = -self.quiesce(-beta, -alpha, ply + 1, qply + 1)

@@ -11,7 +11,7 @@ import pytest
 
 from pbmserv_terrace.games.terrace import Position, parse_tpn, start_position
 from pbmserv_terrace.games.terrace.engine import robot
-from pbmserv_terrace.games.terrace.engine.board import SearchBoard, encode
+from pbmserv_terrace.games.terrace.engine.board import SearchBoard, encode, to_move_obj
 from pbmserv_terrace.games.terrace.engine.evaluate import (
     CONTROL,
     MOBILITY,
@@ -152,6 +152,29 @@ def test_ordering_puts_a_winning_move_first():
         out = pos.play(pos.legal_moves()[[encode(m) for m in pos.legal_moves()].index(first)]).outcome()
         assert out is not None and out.winner == pos.to_move, pos
     assert found >= 20
+
+
+def test_quiescence_ordering_is_the_full_ordering_of_its_moves():
+    """order_tactical (the quiescence's fast path) puts the captures and the T's step
+    home in the same order as order() does, so a winning one first."""
+    rng = random.Random(15)
+    checked = wins = 0
+    for _ in range(60):
+        pos = start_position(rng.choice(["short", "long"]), rng.choice([6, 8]))
+        while pos.outcome() is None:
+            sb = SearchBoard(pos)
+            tactical = sb.tactical_moves()
+            if len(tactical) >= 2:
+                checked += 1
+                searcher = Searcher(sb, pos.to_move, Limits(64, 10**6))
+                ordered = searcher.order_tactical(tactical)
+                assert ordered == searcher.order(tactical, 0, 0)
+                winning = [m for m in tactical if (out := pos.play(to_move_obj(m)).outcome()) and out.winner == pos.to_move]
+                if winning:
+                    wins += 1
+                    assert ordered[0] in winning, pos
+            pos = pos.play(rng.choice(pos.legal_moves()))
+    assert checked >= 200 and wins >= 20
 
 
 @pytest.mark.parametrize("tpn", WIN_IN_2 + WIN_IN_3)
