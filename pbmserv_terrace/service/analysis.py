@@ -22,7 +22,9 @@ The search is CPU-heavy, so it runs the way a solver hint does (:mod:`.hints`):
 What keeps it from burning the CPU: at most PER_HOUR requests per sender address
 in an hour (counted from the rows: a restart forgets nothing, several workers
 share the count; the address is lower-cased), and at most QUEUE_LIMIT waiting in
-all (then "the server is busy").
+all (then "the server is busy"), of which at most STRANGER_SLOTS from addresses
+that are no player's (a From is easily forged: made-up senders cannot crowd the
+players out).
 """
 
 from __future__ import annotations
@@ -54,6 +56,10 @@ PER_HOUR = 6
 """analyses one sender address may ask for in an hour"""
 QUEUE_LIMIT = 12
 """analyses waiting in all, at most (then: the server is busy, try later)"""
+STRANGER_SLOTS = 4
+"""of those, at most this many asked from addresses that are no player's confirmed
+address: anyone may ask, but a forger who makes up a new From for every request
+(each under its own PER_HOUR) cannot fill the queue the players share"""
 LINES = 3
 """the best moves an analysis names"""
 ASKED = "analyses_asked"
@@ -147,9 +153,18 @@ async def analyze(ctx: Ctx, cmd: Command) -> None:
             "(each takes the engine seconds of the server's time)",
             game_type=game.game_type, board=number,
         )  # fmt: skip
-    if await repo.pending_count() >= QUEUE_LIMIT:
+    waiting = await repo.pending_addresses()
+    if len(waiting) >= QUEUE_LIMIT:
         raise CommandError("the server is busy with other analyses: ask again in a few minutes",
                            game_type=game.game_type, board=number)  # fmt: skip
+    if not await ctx.uow.users.with_address(address):
+        players = {a for a in set(waiting) if await ctx.uow.users.with_address(a)}
+        if sum(a not in players for a in waiting) >= STRANGER_SLOTS:
+            raise CommandError(
+                "the server is busy with analyses asked from addresses that are no player's: ask again in a few "
+                "minutes, or sign up (signup USERID PASSWORD) and ask from your confirmed address",
+                game_type=game.game_type, board=number,
+            )  # fmt: skip
     row = Analysis(game_id=game.id, ply=ply, address=address, state=PENDING, requested_at=ctx.now)
     repo.add(row)
     await ctx.uow.session.flush()

@@ -77,10 +77,11 @@ class Analyses:
         stmt = select(Analysis).where(Analysis.state == PENDING).order_by(Analysis.id).limit(limit)
         return list((await self.session.execute(stmt)).scalars())
 
-    async def pending_count(self) -> int:
+    async def pending_addresses(self) -> list[str]:
+        """The sender address of each analysis waiting (one entry per row)."""
         await self.session.flush()
-        stmt = select(func.count()).select_from(Analysis).where(Analysis.state == PENDING)
-        return int((await self.session.execute(stmt)).scalar_one())
+        stmt = select(Analysis.address).where(Analysis.state == PENDING)
+        return list((await self.session.execute(stmt)).scalars())
 
 
 __all__ = ["FAILED", "PENDING", "SENT", "Analyses", "Analysis"]

@@ -13,8 +13,8 @@ from pbmserv_terrace.app import robots as app_robots
 from pbmserv_terrace.gametypes import board_rules
 from pbmserv_terrace.mail.message import parse_message
 from pbmserv_terrace.service import analysis
-from pbmserv_terrace.service.analysis import PER_HOUR, AnalysisTurn, compute
-from pbmserv_terrace.store import UnitOfWork
+from pbmserv_terrace.service.analysis import PER_HOUR, STRANGER_SLOTS, AnalysisTurn, compute
+from pbmserv_terrace.store import Analyses, UnitOfWork
 
 from .harness import Harness, raw_mail
 
@@ -170,13 +170,29 @@ def test_the_answer_is_mailed_once_and_a_restart_finds_a_pending_one(h: Harness)
 def test_each_sender_has_a_cap_an_hour(h: Harness) -> None:
     finished_game(h, plies=2)
     for i in range(PER_HOUR):
-        result = handle_only(h, "carl@elsewhere.test", f"terrace analyze 101#{i % 3}")
+        result = handle_only(h, "ann@players.test", f"terrace analyze 101#{i % 3}")
         assert result.status == "ok", result
-    [r] = h.send("carl@elsewhere.test", "terrace analyze 101#0")
-    assert "Error" in r.subject and f"at most {PER_HOUR} analyses an hour" in r.body
-    # another sender is not held up by carl's count
     [r] = h.send("ann", "terrace analyze 101#0")
+    assert "Error" in r.subject and f"at most {PER_HOUR} analyses an hour" in r.body
+    # another sender is not held up by ann's count
+    [r] = h.send("ben", "terrace analyze 101#0")
     assert r.subject == "Terrace Board 101: analysis after ply 0"
+
+
+def test_made_up_senders_cannot_crowd_the_players_out(h: Harness) -> None:
+    """Anyone may ask, but addresses that are no player's share STRANGER_SLOTS of the
+    queue: a forger with a new From for every mail fills those, never the players'."""
+    finished_game(h, plies=2)
+    for i in range(STRANGER_SLOTS):
+        assert handle_only(h, f"forged{i}@elsewhere.test", "terrace analyze 101").status == "ok"
+    [r] = h.send("forged-next@elsewhere.test", "terrace analyze 101")
+    assert "Error" in r.subject and "no player's" in r.body and "signup" in r.body
+    async def waiting() -> int:
+        async with UnitOfWork(h.db) as uow:
+            return len(await Analyses(uow.session).pending_addresses())
+    assert h.loop.run_until_complete(waiting()) == STRANGER_SLOTS  # the refused one recorded nothing
+    [r] = h.send("ann", "terrace analyze 101#1")  # a player still gets hers
+    assert r.subject == "Terrace Board 101: analysis after ply 1"
 
 
 def test_the_waiting_analyses_are_bounded(h: Harness, monkeypatch) -> None:
