@@ -15,6 +15,13 @@ What matters in Terrace, and so what is scored per army:
 * **Mobility**: the number of legal moves the army would have.
 * **Terrace control**: the squares the army's pieces could capture on (the diagonal
   squares one level down) — pieces up the slopes dominate the terraces below.
+* **The T's road open** (robot3 only, ``t_road``): +T_FREE when the T has a move
+  to a square nearer its goal that no other army's piece could capture on, -T_STUCK
+  when it has none (a T one move from home is left to the search).  Two guarded
+  Ts otherwise shuffle for ever (a 200-ply draw); this term makes a robot break
+  the guard of its own T's road and guard the other's.  Measured at equal nodes
+  on 6x6 short (4000 a move, 60 games against robot3 without it): +147 Elo
+  [+68, +245] (T_FREE 40, T_STUCK 40), +134 with T_FREE 80 alone.
 
 Armies are scored separately (:func:`army_scores`); the search combines them from
 its root army's point of view (mine minus the strongest other in games of three and
@@ -40,6 +47,8 @@ THREAT_OTHERS_TO_MOVE = 350
 MOBILITY = 3
 CONTROL = 4
 TEMPO = 12
+T_FREE = 40
+T_STUCK = 40
 
 
 @cache
@@ -84,9 +93,24 @@ def _tables(n: int) -> tuple[tuple[int, ...], tuple[tuple[int, ...], ...]]:
     return step, tuple(progress)
 
 
-def army_scores(sb: SearchBoard) -> list[int]:
-    """Score of each army (index 1..4; 0 for armies off the board)."""
+@cache
+def _nearer(n: int) -> tuple[tuple[int, ...], ...]:
+    """By army and square of its T (two or more moves from its goal): the mask of
+    the squares nearer its goal (0 on squares one move away or at the goal)."""
+    out: list[tuple[int, ...]] = [()]
+    for army in (1, 2, 3, 4):
+        dist = t_distance(n, goal_square(n, army))
+        out.append(
+            tuple(sum(1 << to for to in range(n * n) if dist[to] < dist[sq]) if dist[sq] > 1 else 0 for sq in range(n * n))
+        )
+    return tuple(out)
+
+
+def army_scores(sb: SearchBoard, t_road: bool = False) -> list[int]:
+    """Score of each army (index 1..4; 0 for armies off the board); ``t_road`` adds
+    the T's open road (robot3's term)."""
     scores = [0] * 5
+    controls = [0] * 5
     le, am, board, occ, to_move = sb.le, sb.am, sb.board, sb.occ, sb.to_move
     empty = ~occ & sb.full
     reach, tmask, capture, attackers_of, tsqs = sb.reach, sb.tmask, sb.capture, sb.attackers_of, sb.tsq
@@ -109,6 +133,7 @@ def army_scores(sb: SearchBoard) -> list[int]:
             control |= cap
             score += PIECE_SCORE[p]
             mobility += (((step[sq] | reach[sq][others & tmask[sq]]) & empty) | (cap & le[SIZE[p]])).bit_count()
+        controls[army] = control
         tsq = tsqs[army]
         if tsq >= 0:
             score += progress[army][tsq]
@@ -119,13 +144,28 @@ def army_scores(sb: SearchBoard) -> list[int]:
         if to_move == army:
             score += TEMPO
         scores[army] = score
+    if t_road:
+        nearer = _nearer(sb.n)
+        for army in (1, 2, 3, 4):
+            tsq = tsqs[army]
+            if tsq < 0 or not nearer[army][tsq]:
+                continue
+            others = occ & ~am[army]
+            hostile = 0  # the squares another army's piece could capture on
+            for a in (1, 2, 3, 4):
+                if a != army:
+                    hostile |= controls[a]
+            # the T's moves (as SearchBoard.targets; a T captures only a T or an A)
+            tg = ((step[tsq] | reach[tsq][others & tmask[tsq]]) & empty) | (capture[tsq] & le[1] & others)
+            scores[army] += T_FREE if tg & nearer[army][tsq] & ~hostile else -T_STUCK
     return scores
 
 
-def evaluate(sb: SearchBoard, root: int) -> int:
+def evaluate(sb: SearchBoard, root: int, t_road: bool = False) -> int:
     """The position from army ``root``'s point of view: its score minus the best
-    other army's (the paranoid view; in a two-army game simply mine minus yours)."""
-    scores = army_scores(sb)
+    other army's (the paranoid view; in a two-army game simply mine minus yours);
+    ``t_road``: with robot3's term for the T's open road."""
+    scores = army_scores(sb, t_road)
     others = [scores[a] for a in (1, 2, 3, 4) if a != root and sb.am[a]]
     if not others:
         return scores[root]

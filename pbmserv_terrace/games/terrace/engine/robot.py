@@ -7,13 +7,16 @@ Levels:
    another army can capture it next when some move avoids that.
 2. **club** — iterative deepening without noise, stopped by a node budget.
 3. **strongest** — the same with a node budget calibrated to about two seconds per
-   move on one core of the development machine (``NODES_PER_SECOND``), and three
+   move on one core of the development machine (``NODES_PER_SECOND``), and four
    things robots 1 and 2 do not do (issue 42; ``search(..., robot3=True)``): it
    plays a move the unfinished last iteration has already proved better than the
    previous best; its quiescence lets a side in danger (its T can be taken, or the
-   other T can step home) search all its moves (EVASION_PLIES); and it prunes
-   futile quiet moves one ply from the horizon (FUTILITY_MARGIN).  Measured
-   against the frozen copy in ``bench/robot3_frozen`` (bench/robot.py --pairs 3-f3).
+   other T can step home) search all its moves (EVASION_PLIES); it prunes
+   futile quiet moves one ply from the horizon (FUTILITY_MARGIN); and its
+   evaluation scores the T's open road (a safe square nearer home, or none:
+   ``t_road`` in :mod:`.evaluate`), which breaks the two guarded Ts' shuffle that
+   otherwise ends 6x6 games drawn.  Measured against the frozen copy in
+   ``bench/robot3_frozen`` (bench/robot.py --pairs 3-f3; CHANGELOG has the figures).
 
 Level 3 asks the endgame solver (:mod:`.solve`) first when two armies and few pieces
 are left (SOLVE_PIECES): a short win it proves is played at once, so what robot3
@@ -155,12 +158,19 @@ def search(
     if safe_only:
         moves = _safe_moves(sb, moves)
     searcher = Searcher(
-        sb, root, limits, seen - {sb.hash}, contempt, EVASION_PLIES if robot3 else 0, FUTILITY_MARGIN if robot3 else 0
+        sb,
+        root,
+        limits,
+        seen - {sb.hash},
+        contempt,
+        EVASION_PLIES if robot3 else 0,
+        FUTILITY_MARGIN if robot3 else 0,
+        t_road=robot3,
     )
     sign = 1 if sb.to_move == root else -1
     order = searcher.order(moves, 0, 0)
     if len(order) == 1:
-        return RootResult(order[0], evaluate(sb, root), 0, 0, "only move")
+        return RootResult(order[0], evaluate(sb, root, robot3), 0, 0, "only move")
     rng = random.Random(seed)
     blur = {m: rng.randint(-noise, noise) for m in sorted(order)} if noise else {}
     best, best_score, done, stopped = order[0], 0, 0, "depth"
@@ -187,7 +197,7 @@ def search(
     else:
         stopped = "depth"
     if done == 0:  # not even one iteration: fall back on the static view
-        best_score = evaluate(SearchBoard(pos), root) * sign
+        best_score = evaluate(SearchBoard(pos), root, robot3) * sign
     return RootResult(best, best_score * sign, done, searcher.nodes, stopped)
 
 

@@ -23,7 +23,8 @@ each search, so a search depends only on its inputs), move ordering (the TT move
 the T's step home, captures of a T, other captures by victim value and smallest
 attacker, two killer moves per ply, the history heuristic), a cache of static
 evaluations by key, and a quiescence search over captures and the T's step home.
-For robot3 (issue 42) two options: ``evasion_plies`` (in the quiescence's first
+For robot3 (issue 42) three options: ``t_road`` (its evaluation's term for
+the T's open road, see :mod:`.evaluate`), ``evasion_plies`` (in the quiescence's first
 plies a side in danger searches every move: see :meth:`Searcher.quiesce`) and
 ``futility_margin`` (one ply from the horizon, quiet moves that cannot lift the
 static view above alpha are skipped).  Late-move reductions, null move and PVS
@@ -103,8 +104,11 @@ class Searcher:
         contempt: int = 0,
         evasion_plies: int = 0,
         futility_margin: int = 0,
+        t_road: bool = False,
     ) -> None:
         self.sb = sb
+        self.t_road = t_road
+        """Evaluate with robot3's term for the T's open road (see evaluate.py)."""
         self.futility_margin = futility_margin
         """The most a quiet move may gain in the static view, for futility pruning
         one ply from the horizon (0: no pruning)."""
@@ -145,7 +149,7 @@ class Searcher:
         key = sb.hash
         v = self.evals.get(key)
         if v is None:
-            v = self.evals[key] = evaluate(sb, self.root)
+            v = self.evals[key] = evaluate(sb, self.root, self.t_road)
         return v if sb.to_move == self.root else -v
 
     def order(self, moves: list[int], tt_move: int, ply: int) -> list[int]:

@@ -17,6 +17,8 @@ from pbmserv_terrace.games.terrace.engine.evaluate import (
     MOBILITY,
     PIECE_VALUE,
     T_PROGRESS,
+    T_FREE,
+    T_STUCK,
     TEMPO,
     THREAT_OTHERS_TO_MOVE,
     THREAT_OWNER_TO_MOVE,
@@ -29,7 +31,7 @@ from pbmserv_terrace.games.terrace.pieces import SIZE
 from .test_engine import WIN_IN_2, WIN_IN_3
 
 
-def plain_scores(sb: SearchBoard) -> list[int]:
+def plain_scores(sb: SearchBoard, t_road: bool = False) -> list[int]:
     """The evaluation as its docstring defines it, written plainly (the engine's
     army_scores is a faster form of the same sum)."""
     scores = [0] * 5
@@ -51,6 +53,12 @@ def plain_scores(sb: SearchBoard) -> list[int]:
             attackers = (sb.attackers_of[tsq] & sb.occ & ~mine).bit_count()
             score -= attackers * (THREAT_OWNER_TO_MOVE if sb.to_move == army else THREAT_OTHERS_TO_MOVE)
         score += MOBILITY * mobility + CONTROL * control.bit_count() + (TEMPO if sb.to_move == army else 0)
+        if t_road and tsq >= 0:
+            dist = t_distance(sb.n, sb.goal[army])
+            if dist[tsq] > 1:
+                hostile = [to for to in range(sb.n * sb.n) if sb.attackers_of[to] & sb.occ & ~mine]
+                road = [to for to in range(sb.n * sb.n) if sb.targets(tsq) >> to & 1 and not mine >> to & 1 and dist[to] < dist[tsq]]
+                score += T_FREE if set(road) - set(hostile) else -T_STUCK
         scores[army] = score
     return scores
 
@@ -111,6 +119,25 @@ def test_army_scores_are_the_plain_definition(seed):
     for pos in random_positions(150, seed, variants):
         sb = SearchBoard(pos)
         assert army_scores(sb) == plain_scores(sb)
+        assert army_scores(sb, t_road=True) == plain_scores(sb, t_road=True)
+
+
+@pytest.mark.parametrize(
+    ("open_road", "guarded"),
+    [
+        # 6x6, t on e1 (its start in short; goal f6), the other T on a6 and a C:
+        # on a1 it guards nothing of the t's road; on e2 it guards every square
+        # the t could step to nearer home.
+        ("T5/6/6/6/6/C3t1 1", "T5/6/6/6/4C1/4t1 1"),
+        ("T5/6/6/3t2/6/C5 1", "T5/6/6/3tC1/6/6 1"),
+    ],
+)
+def test_the_t_road_term_rewards_an_open_road(open_road, guarded):
+    """robot3's term: a T with a safe square nearer home scores T_FREE, one whose
+    every such square another army's piece could capture on scores -T_STUCK."""
+    for tpn, expected in ((open_road, T_FREE), (guarded, -T_STUCK)):
+        sb = SearchBoard(parse_tpn(tpn))
+        assert army_scores(sb, t_road=True)[1] - army_scores(sb)[1] == expected, tpn
 
 
 @pytest.mark.parametrize("evasion_plies", [0, 2])
