@@ -21,8 +21,10 @@ which is plain negamax.
 Around it: a transposition table keyed by the incremental Zobrist hash (fresh for
 each search, so a search depends only on its inputs), move ordering (the TT move,
 the T's step home, captures of a T, other captures by victim value and smallest
-attacker, two killer moves per ply, the history heuristic), a cache of static
-evaluations by key, and a quiescence search over captures and the T's step home.
+attacker, two killer moves per ply, the history heuristic; the TT move is searched
+before the other moves are generated, so a cutoff by it costs no move generation),
+a cache of static evaluations by key, and a quiescence search over captures and the
+T's step home.
 For robot3 (issue 42) three options: ``t_road`` (its evaluation's term for
 the T's open road, see :mod:`.evaluate`), ``evasion_plies`` (in the quiescence's first
 plies a side in danger searches every move: see :meth:`Searcher.quiesce`) and
@@ -132,13 +134,6 @@ class Searcher:
         self.partial: list[tuple[int, int]] = []
         """The root moves scored so far in the current iteration (see root_scores)."""
 
-    def _tick(self) -> None:
-        self.nodes += 1
-        if self.nodes >= self.limits.nodes:
-            raise Stop("nodes")
-        if self.limits.deadline is not None and not self.nodes & 127 and time.perf_counter() > self.limits.deadline:
-            raise Stop("time")
-
     def _terminal(self, ply: int) -> int:
         """Score of a finished game for the side to move at this node."""
         root_view = MATE - ply if self.sb.winner == self.root else -(MATE - ply)
@@ -188,6 +183,40 @@ class Searcher:
         keys.sort(reverse=True)
         return [k & 4095 for k in keys]
 
+    def order_split(self, quiet: list[int], caps: list[int], tt_move: int, ply: int) -> list[int]:
+        """:meth:`order` of the moves ``quiet + caps`` (from :meth:`SearchBoard.split_moves`),
+        in the same order: the quiet moves' history keys by one comprehension, then the
+        few special ones (TT move, T home, killers) given their own key instead."""
+        sb = self.sb
+        board = sb.board
+        army = sb.to_move
+        hget = self.history.get
+        hbase = army << 12
+        keys = [hget(hbase | m, 0) << 12 | m for m in quiet]
+        if quiet:
+            tsq = sb.tsq[army]
+            home = tsq << 6 | sb.goal[army] if tsq >= 0 else 0
+            k0, k1 = self.killers[ply]
+            for m, s in ((tt_move, 1 << 40), (home, 1 << 39), (k0, 1 << 35), (k1, (1 << 35) - 1)):
+                if m and m in quiet:
+                    old = hget(hbase | m, 0) << 12 | m
+                    if old in keys:  # (not when an earlier special was this move)
+                        keys.remove(old)
+                        keys.append(s << 12 | m)
+        for m in caps:
+            victim = board[m & 63]
+            if m == tt_move:
+                s = 1 << 40
+            elif victim >> 3 == army:
+                s = -(1 << 30)
+            elif victim & 7 == 0:
+                s = 1 << 38
+            else:
+                s = (1 << 36) + VICTIM_KEY[victim] - SIZE[board[m >> 6]]
+            keys.append(s << 12 | m)
+        keys.sort(reverse=True)
+        return [k & 4095 for k in keys]
+
     def order_tactical(self, moves: list[int]) -> list[int]:
         """:meth:`order` for the quiescence's moves (captures of other armies' pieces
         and the T's step home: no TT move, killers or history), in the same order."""
@@ -210,11 +239,18 @@ class Searcher:
         if sb.winner:
             return self._terminal(ply)
         key = sb.hash
-        if key in self.path or key in self.seen:  # a repetition: a draw
+        path = self.path
+        if key in path or key in self.seen:  # a repetition: a draw
             return -self.contempt if sb.to_move == self.root else self.contempt
         if depth <= 0 or ply >= MAX_PLY:
             return self.quiesce(alpha, beta, ply, 0)
-        self._tick()
+        # count the node; stop at the budget or, every 128 nodes, the deadline
+        self.nodes = nodes = self.nodes + 1
+        limits = self.limits
+        if nodes >= limits.nodes:
+            raise Stop("nodes")
+        if limits.deadline is not None and not nodes & 127 and time.perf_counter() > limits.deadline:
+            raise Stop("time")
         entry = self.tt.get(key)
         tt_move = 0
         if entry is not None:
@@ -223,13 +259,9 @@ class Searcher:
                 s = _from_tt(e_score, ply)
                 if flag == EXACT or (flag == LOWER and s >= beta) or (flag == UPPER and s <= alpha):
                     return s
-        moves = sb.moves()
-        if not moves:
-            return 0  # the side to move is stuck: a draw (RULES.md §5.4)
         mover = sb.to_move
-        me_root = mover == self.root
-        orig_alpha = alpha
-        best, best_move = -INF, moves[0]
+        root = self.root
+        me_root = mover == root
         # Futility (robot3): one ply from the horizon, in a two-army game, when even
         # a quiet move's largest gain leaves the static view at or below alpha, only
         # moves that can change more are searched (captures, the T's own moves, a
@@ -242,32 +274,60 @@ class Searcher:
                 for a in (1, 2, 3, 4):
                     if a != mover and sb.tsq[a] >= 0:
                         threat |= sb.attackers_of[sb.tsq[a]]
-        board = sb.board
-        path = self.path
+        # The TT move (a legal move of this very position) is searched before the
+        # moves are generated: when it cuts off, they never are.  The others are
+        # then ordered with the killers and history its subtree left (fresher than
+        # ordering them all first, so node counts differ a little from that).
+        first = tt_move if tt_move and not futile else 0
+        if not first:
+            quiet, caps = sb.split_moves()
+            if not quiet and not caps:
+                return 0  # the side to move is stuck: a draw (RULES.md §5.4)
+        orig_alpha = alpha
+        best, best_move = -INF, 0
         path.add(key)
-        for m in self.order(moves, tt_move, ply):
-            if futile and not board[m & 63] and m >> 6 != own_t and not threat >> (m & 63) & 1:
-                if stand > best:
-                    best = stand
-                continue
-            undo = sb.make(m)
-            if (sb.to_move == self.root) != me_root:
-                score = -self.negamax(depth - 1, -beta, -alpha, ply + 1)
+        if first:
+            undo = sb.make(first)
+            if (sb.to_move == root) != me_root:
+                best = -self.negamax(depth - 1, -beta, -alpha, ply + 1)
             else:
-                score = self.negamax(depth - 1, alpha, beta, ply + 1)
+                best = self.negamax(depth - 1, alpha, beta, ply + 1)
             sb.unmake(undo)
-            if score > best:
-                best, best_move = score, m
-                if score > alpha:
-                    alpha = score
-                    if alpha >= beta:
-                        if not sb.board[m & 63]:
-                            killers = self.killers[ply]
-                            if killers[0] != m:
-                                killers[1], killers[0] = killers[0], m
-                            hkey = mover << 12 | m
-                            self.history[hkey] = self.history.get(hkey, 0) + depth * depth
-                        break
+            best_move = first
+            if best > alpha:
+                alpha = best
+        if alpha < beta:
+            if first:
+                quiet, caps = sb.split_moves()
+                ordered = self.order_split(quiet, caps, first, ply)
+                del ordered[0]  # the TT move, searched
+            else:
+                ordered = self.order_split(quiet, caps, tt_move, ply)
+                best_move = min(quiet[0], caps[0]) if quiet and caps else (quiet or caps)[0]  # moves()[0]
+            board = sb.board
+            for m in ordered:
+                if futile and not board[m & 63] and m >> 6 != own_t and not threat >> (m & 63) & 1:
+                    if stand > best:
+                        best = stand
+                    continue
+                undo = sb.make(m)
+                if (sb.to_move == root) != me_root:
+                    score = -self.negamax(depth - 1, -beta, -alpha, ply + 1)
+                else:
+                    score = self.negamax(depth - 1, alpha, beta, ply + 1)
+                sb.unmake(undo)
+                if score > best:
+                    best, best_move = score, m
+                    if score > alpha:
+                        alpha = score
+                        if alpha >= beta:
+                            break
+        if alpha >= beta and not sb.board[best_move & 63]:
+            killers = self.killers[ply]
+            if killers[0] != best_move:
+                killers[1], killers[0] = killers[0], best_move
+            hkey = mover << 12 | best_move
+            self.history[hkey] = self.history.get(hkey, 0) + depth * depth
         path.discard(key)
         flag = UPPER if best <= orig_alpha else LOWER if best >= beta else EXACT
         self.tt[key] = (depth, flag, _to_tt(best, ply), best_move)
@@ -278,10 +338,15 @@ class Searcher:
         capture its T, or another army's T can reach its goal (RULES.md §5)."""
         sb = self.sb
         mover = sb.to_move
-        if sb.t_attackers(mover):
+        tsq, am = sb.tsq, sb.am
+        t = tsq[mover]
+        if t >= 0 and sb.attackers_of[t] & sb.occ & ~am[mover]:
             return True
-        tsq, goal, am = sb.tsq, sb.goal, sb.am
-        return any(a != mover and am[a] and tsq[a] >= 0 and sb.targets(tsq[a]) >> goal[a] & 1 for a in (1, 2, 3, 4))
+        goal = sb.goal
+        for a in (1, 2, 3, 4):  # noqa: SIM110 (a loop is faster than any() of a generator here)
+            if a != mover and am[a] and tsq[a] >= 0 and sb.targets(tsq[a]) >> goal[a] & 1:
+                return True
+        return False
 
     def quiesce(self, alpha: int, beta: int, ply: int, qply: int) -> int:
         """Captures and the T's step home until the position is quiet.  In its first
@@ -291,25 +356,32 @@ class Searcher:
         sb = self.sb
         if sb.winner:
             return self._terminal(ply)
-        self._tick()
-        stand = self._static()
+        # count the node; stop at the budget or, every 128 nodes, the deadline
+        self.nodes = nodes = self.nodes + 1
+        limits = self.limits
+        if nodes >= limits.nodes:
+            raise Stop("nodes")
+        if limits.deadline is not None and not nodes & 127 and time.perf_counter() > limits.deadline:
+            raise Stop("time")
         if qply < self.evasion_plies and self.in_danger():
-            moves = sb.moves()
-            if not moves:
+            quiet, caps = sb.split_moves()
+            if not quiet and not caps:
                 return 0  # stuck: a draw (RULES.md §5.4)
-            moves = self.order(moves, 0, ply)
+            moves = self.order_split(quiet, caps, 0, ply)
             best = -INF
         else:
+            stand = self._static()
             if stand >= beta or qply >= QUIESCENCE_PLIES:
                 return stand
             if stand > alpha:
                 alpha = stand
             best = stand
             moves = self.order_tactical(sb.tactical_moves())
-        me_root = sb.to_move == self.root
+        root = self.root
+        me_root = sb.to_move == root
         for m in moves:
             undo = sb.make(m)
-            if (sb.to_move == self.root) != me_root:
+            if (sb.to_move == root) != me_root:
                 score = -self.quiesce(-beta, -alpha, ply + 1, qply + 1)
             else:
                 score = self.quiesce(alpha, beta, ply + 1, qply + 1)
