@@ -14,6 +14,7 @@ the ``server`` section also ``PBMSERV_<KEY>`` (``PBMSERV_DATABASE_URL``,
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import os
 import tomllib
@@ -236,6 +237,24 @@ def parse_listen(value: str) -> tuple[str, int]:
     return host, int(port)
 
 
+@functools.lru_cache(maxsize=16)
+def _link_base(public_url: str, listen: str) -> str:
+    """:attr:`WebConfig.link_base` of these settings (asked several times a board
+    mail: parsing the address each time was 1 % of a move command)."""
+    if public_url:
+        return public_url.rstrip("/")
+    if listen in ("", "off"):
+        return ""
+    host, port = parse_listen(listen)
+    try:
+        loopback = ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        loopback = host == "localhost"
+    if not loopback:
+        return ""
+    return f"http://{'[' + host.strip('[]') + ']' if ':' in host else host}:{port}"
+
+
 @dataclass
 class WebConfig:
     """The read-only web archive (issue 19), run by ``serve`` beside the mail loop or
@@ -258,18 +277,7 @@ class WebConfig:
         on a loopback address (the embedded default, whose players read their mail on
         this machine), that address; else nothing (an operator's public address is
         never guessed)."""
-        if self.public_url:
-            return self.public_url.rstrip("/")
-        if not self.enabled:
-            return ""
-        host, port = self.address()
-        try:
-            loopback = ipaddress.ip_address(host.strip("[]")).is_loopback
-        except ValueError:
-            loopback = host == "localhost"
-        if not loopback:
-            return ""
-        return f"http://{'[' + host.strip('[]') + ']' if ':' in host else host}:{port}"
+        return _link_base(self.public_url, self.listen)
 
     def address(self) -> tuple[str, int]:
         """(host, port) of ``listen`` (validated by :func:`load_config`)."""

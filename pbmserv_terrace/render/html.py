@@ -2,10 +2,13 @@
 
 The mail is multipart/alternative: the text part stays the record (it is what
 pbmserv users and filters read), the HTML part adds the board picture as an inline
-image (``cid:``).  The template is filled with the same :class:`GameView` as the
-text templates, so both parts cannot drift apart in what they show.  The Jinja
-environment autoescapes ``*.html`` templates (and ``templates/board.html`` marks
-every value with ``|e`` as well: escaping twice is a no-op on Jinja's markup).
+image (``cid:``).  It is made from the same :class:`GameView` as the text
+templates, so both parts cannot drift apart in what they show.  A board mail's
+HTML (:func:`board_html`, :func:`move_links_html`, :func:`play_link_html`) is
+built as strings, every value escaped by :func:`_e`: it is in every move's
+replies, and templates cost several times as much (issue 43).  The other HTML
+parts (solitaire, digest, review) are Jinja templates, which the environment
+autoescapes (``*.html``).
 """
 
 from __future__ import annotations
@@ -40,7 +43,8 @@ def board_html(
     move_links: str = "",
     notices: Sequence[str] = (),
 ) -> str:
-    """The HTML document of a board mail.  ``move_links``: the block of
+    """The HTML document of a board mail: the same facts as the text part
+    (``_game.txt``), plus the board picture.  ``move_links``: the block of
     :func:`move_links_html` (HTML), after the picture.  ``notices``: lines of
     plain text after the comments, as the text part has them (a player whose
     mail bounces: issue 43).
@@ -49,32 +53,116 @@ def board_html(
     picture's alt text (the game's ``picture_alt``).  The image is declared at the
     game's ``picture_width`` CSS pixels, half the PNG's width, so it is sharp on
     high-density screens.
+
+    Built as strings, as :func:`move_links_html` is: every board mail has one, and
+    a template's per-value escaping and loops were 6 % of a move command (issue
+    43).  Every value from the view or the caller goes through :func:`_e` (escaped,
+    player text included); what does not is this module's constants or markup.
+    Inline styles only: mail clients drop <style> blocks.  Colours are set
+    explicitly so dark-mode clients keep them.
     """
     rules = board_rules(view.game_type or DEFAULT_GAME_TYPE)
-    colours = {p.army: rules.army_colour(p.army) for p in view.players}
-    text = (
-        environment()
-        .get_template("board.html")
-        .render(
-            game=view,
-            headline=headline,
-            comments=comments,
-            cid=cid,
-            alt=alt,
-            reply_hint=reply_hint,
-            move_links=Markup(move_links),  # noqa: S704 (our own HTML: move_links_html)
-            notices=list(notices),
-            width=rules.picture_width,
-            army_fill={army: fill for army, (_, fill) in colours.items()},
-            army_colour_name={army: name for army, (name, _) in colours.items()},
-            page_bg=PAGE_BG,
-            ink=INK,
-            muted=MUTED,
-            rule=RULE,
-            quote_bg=QUOTE_BG,
+    width = int(rules.picture_width)
+    title = f"{_e(view.title)} Board {_e(view.board_number)}" + (f": {_e(headline)}" if headline else "")
+    line = f'<p style="margin:0 0 2px 0;color:{INK};">'
+    out = [
+        "<!DOCTYPE html>",
+        '<html lang="en">',
+        "<head>",
+        '<meta charset="utf-8">',
+        '<meta name="color-scheme" content="light">',
+        '<meta name="supported-color-schemes" content="light">',
+        f"<title>{title}</title>",
+        "</head>",
+        f'<body style="margin:0;padding:0;background:{PAGE_BG};color:{INK};">',
+        f'<div style="max-width:680px;margin:0 auto;padding:16px;background:{PAGE_BG};color:{INK};'
+        "font-family:Verdana,'DejaVu Sans',Arial,sans-serif;font-size:14px;line-height:1.4;\">",
+        f'<h1 style="font-size:18px;margin:0 0 8px 0;color:{INK};">{title}</h1>',
+    ]
+    out += [f"{line}{_e(text)}</p>" for text in view.status_lines]
+    if view.rating_lines:
+        out.append(f'<p style="margin:10px 0 2px 0;color:{INK};">Rating changes:</p>')
+        out += [f'<p style="margin:0 0 2px 16px;color:{INK};">{_e(text)}</p>' for text in view.rating_lines]
+    if view.private_lines:
+        out.append('<div style="margin:10px 0 0 0;">')
+        out += [f"{line}{_e(text)}</p>" for text in view.private_lines]
+        out.append("</div>")
+    out.append(f'<p style="margin:12px 0 4px 0;color:{INK};">Players ({_e(view.variant)}{_e(view.options_line)}):</p>')
+    out.append(f'<table role="presentation" style="border-collapse:collapse;margin:0 0 12px 8px;color:{INK};">')
+    for p in view.players:
+        name, fill = rules.army_colour(p.army)
+        status = f" ({_e(p.status)})" if p.status else ""
+        out += [
+            "<tr>",
+            '<td style="padding:2px 6px 2px 0;"><span style="display:inline-block;width:14px;height:14px;'
+            f'border:1px solid #000000;border-radius:7px;background:{_e(fill)};vertical-align:middle;"></span></td>',
+            f'<td style="padding:2px 8px 2px 0;{_MONO}">{_e(p.letters)}</td>',
+            f'<td style="padding:2px 8px 2px 0;">{_e(p.name)}{status}</td>',
+            f'<td style="padding:2px 0;color:{MUTED};font-size:12px;">{_e(name)}</td>',
+            "</tr>",
+        ]
+    out.append("</table>")
+    if view.move_rows:
+        if view.omitted_rounds:
+            out.append(
+                f'<p style="margin:0 0 4px 0;color:{INK};">Moves (last {len(view.move_rows)} rounds; '
+                f"'show {_e(view.board_number)}' lists all):</p>"
+            )
+        else:
+            out.append(f'<p style="margin:0 0 4px 0;color:{INK};">Moves:</p>')
+        out.append(f'<table style="border-collapse:collapse;margin:0 0 12px 8px;{_MONO}font-size:13px;color:{INK};">')
+        head = f'<th style="padding:2px 14px 2px 0;text-align:left;border-bottom:1px solid {RULE};">'
+        out.append(
+            f'<tr><th style="padding:2px 10px 2px 0;text-align:right;border-bottom:1px solid {RULE};"></th>'
+            + "".join(f"{head}{_e(name)}</th>" for name in view.move_header)
+            + "</tr>"
         )
-    )
-    return text.rstrip("\n") + "\n"
+        number = f'<tr><td style="padding:1px 10px 1px 0;text-align:right;color:{MUTED};">'
+        for row in view.move_rows:
+            cells = "".join(f'<td style="padding:1px 14px 1px 0;">{_e(cell)}</td>' for cell in row.cells)
+            out.append(f"{number}{_e(row.number)}.</td>{cells}</tr>")
+        out.append("</table>")
+    else:
+        out.append(f'<p style="margin:0 0 12px 0;color:{INK};">No moves yet.</p>')
+    out += [
+        f'<p style="margin:0 0 8px 0;"><img src="cid:{_e(cid)}" alt="{_e(alt)}" width="{width}" height="{width}"'
+        f' style="display:block;width:{width}px;height:{width}px;border:0;"></p>',
+        f'<details style="margin:0 0 12px 0;color:{MUTED};font-size:12px;"><summary>The board as text</summary>',
+        f'<pre style="margin:4px 0 0 0;{_MONO}font-size:10px;line-height:1.15;color:{INK};background:{PAGE_BG};">'
+        f"{_e(view.board)}</pre>",
+        "</details>",
+    ]
+    if move_links:
+        out.append(move_links)  # our own HTML (move_links_html), its blank line after it kept
+    if view.subscribers:
+        out.append(f'<p style="margin:0 0 12px 0;color:{INK};">Subscribers: {", ".join(map(_e, view.subscribers))}</p>')
+    for comment in comments:
+        if comment.text:
+            out += [
+                f'<div style="margin:0 0 12px 0;padding:8px 10px;border-left:4px solid {RULE};background:{QUOTE_BG};color:{INK};">',
+                f'<p style="margin:0 0 4px 0;font-weight:bold;color:{INK};"><bdi>{_e(comment.author)}</bdi> writes:</p>',
+                f'<div dir="auto" style="unicode-bidi:isolate;white-space:pre-wrap;{_MONO}font-size:13px;color:{INK};">'
+                f"{_e(comment.text)}</div>",
+                "</div>",
+            ]
+    out += [f'<p style="margin:0 0 12px 0;color:{INK};font-weight:bold;">{_e(notice)}</p>' for notice in notices]
+    if view.web_url:
+        url = _e(view.web_url)
+        out.append(
+            f'<p style="margin:12px 0 0 0;color:{INK};">This board on the web: <a href="{url}" style="color:{LINK};">{url}</a></p>'
+        )
+    if reply_hint:
+        out.append(f'<p style="margin:12px 0 0 0;color:{MUTED};font-size:12px;">{_e(reply_hint)}</p>')
+    out += ["</div>", "</body>", "</html>\n"]
+    return "\n".join(out)
+
+
+_MONO = "font-family:'DejaVu Sans Mono',Menlo,Consolas,monospace;"
+
+
+def _e(value: object) -> str:
+    """``value`` as HTML text: escaped (``& < > " '``)."""
+    return str(escape(value))
 
 
 SOLITAIRE_PICTURE_WIDTH = 560
@@ -141,38 +229,50 @@ def reply_subject(subject: str) -> str:
 def move_links_html(groups: MoveGroups, *, address: str, subject: str, heading: str, note: str) -> str:
     """The move links (issue 39): each target of ``groups`` a ``mailto:`` link to
     ``address`` (the player's reply-key address) with the reply's Subject to a mail
-    titled ``subject`` and the move text as the body.  '' when there is no move."""
+    titled ``subject`` and the move text as the body.  '' when there is no move.
+
+    Built as strings, not by a template (a board mail to the player to move has up
+    to ~90 links, and a template's loop and escaping cost several times as much:
+    bench/move_links.py); every value is escaped here, what is not is a
+    percent-encoded URL or one of this module's constants."""
     if not any(targets for _, targets in groups):
         return ""
     # mailto(address, reply_subject(subject), move) for each move, its fixed part
     # encoded and escaped once: a percent-encoded move has nothing left to escape
     head = str(escape(mailto(address, reply_subject(subject), "")))
     style = str(escape(LINK_STYLE))
-    linked = [(piece, _links(piece, [(label, head + _quoted(move), capture) for label, move, capture in targets], style))
-              for piece, targets in groups if targets]  # fmt: skip
-    text = (
-        environment()
-        .get_template("move_links.html")
-        .render(groups=linked, heading=heading, note=note, ink=INK, muted=MUTED, rule=RULE)
-    )
+    lines = [
+        f'<div style="margin:0 0 12px 0;padding:8px 10px;border:1px solid {RULE};color:{INK};">',
+        f'<p style="margin:0 0 2px 0;font-weight:bold;color:{INK};">{escape(heading)}</p>',
+        f'<p style="margin:0 0 4px 0;color:{MUTED};font-size:12px;">{escape(note)}</p>',
+    ]
+    for piece, targets in groups:
+        if not targets:
+            continue
+        said = str(escape(piece))
+        row = _links(said, [(label, head + _quoted(move), capture) for label, move, capture in targets], style)
+        shown = f"{_PIECE_OPEN}{said}</b> &#8594; " if piece else ""
+        lines.append(f'<p style="margin:0;line-height:2.4;color:{INK};">{shown}{row}</p>')
+    lines.append("</div>\n")
     # ASCII (any other character as a reference) in lines well under 998 characters: the
     # HTML part around it can then go as it is (7bit), with no quoted-printable to encode
-    return text.rstrip("\n").encode("ascii", "xmlcharrefreplace").decode("ascii") + "\n"
+    text = "\n".join(lines)
+    return text if text.isascii() else text.encode("ascii", "xmlcharrefreplace").decode("ascii")
 
 
-def _links(piece: str, targets: Sequence[tuple[str, str, bool]], style: str) -> Markup:
-    """One piece's row of move links (``href`` already escaped), built as a string (a
-    template loop cost five times as much per link; a board mail to the player to move
-    has up to ~90 of them), one link a line."""
-    said = str(escape(piece))
+_PIECE_OPEN = "<b style=\"font-family:'DejaVu Sans Mono',Menlo,Consolas,monospace;white-space:nowrap;\">"
+
+
+def _links(said: str, targets: Sequence[tuple[str, str, bool]], style: str) -> str:
+    """One piece's row of move links (``said``: the piece's name, escaped; each
+    ``href`` already escaped), one link a line."""
     links = []
     for label, href, capture in targets:
-        shown = str(escape(label))
-        aria = f' aria-label="{said} {"takes" if capture else "to"} {shown}"' if piece else ""
+        shown = label if label.isalnum() else str(escape(label))  # a square's name needs none
+        aria = f' aria-label="{said} {"takes" if capture else "to"} {shown}"' if said else ""
         links.append(f'<a href="{href}" style="{style}"{aria}>{"&#215;" if capture else ""}{shown}</a>')
-    # a line each (a line break is a space in HTML); every value in it was escaped above
-    # or is a percent-encoded URL
-    return Markup("\n&#183; ".join(links))  # noqa: S704
+    # a line each (a line break is a space in HTML)
+    return "\n&#183; ".join(links)
 
 
 _URL_SAFE = re.compile(r"[A-Za-z0-9_.~-]*")
@@ -187,4 +287,4 @@ def _quoted(move: str) -> str:
 def play_link_html(url: str, label: str) -> str:
     """The play page's link (issue 39) under the move links of the board mail to
     the player to move: ``label`` and the ``url`` (``/play/KEY`` on the archive)."""
-    return environment().get_template("play_link.html").render(url=url, label=label, link_style=LINK_STYLE, ink=INK).rstrip("\n") + "\n"
+    return f'<p style="margin:0 0 12px 0;color:{INK};">{_e(label)} <a href="{_e(url)}" style="{_e(LINK_STYLE)}">open your play page</a></p>\n'

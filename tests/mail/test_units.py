@@ -5,6 +5,7 @@ recipient is in tests/app/test_outbox_order.py.)"""
 from __future__ import annotations
 
 import asyncio
+import base64
 import email
 import email.policy
 from datetime import datetime
@@ -15,7 +16,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from pbmserv_terrace.mail.imap import ImapError, searched_uids, until_lost
-from pbmserv_terrace.mail.message import build_message
+from pbmserv_terrace.mail.message import base64_lines, build_message
 
 
 def text(msg: Message) -> str:
@@ -63,7 +64,11 @@ def test_the_html_part_is_html_and_decodes_back(markup: str) -> None:
 
 @settings(max_examples=300, deadline=None)
 @example("a" * 68 + " \n")  # binascii alone would write a line of 77
-@given(st.lists(st.sampled_from([*"ab =\t.\u00e9\u00d7\u2192\u00a0<>&", "\n", " \n", "\t\n", "=\n", "y" * 80]), max_size=120).map("".join))
+@given(
+    st.lists(st.sampled_from([*"ab =\t.\u00e9\u00d7\u2192\u00a0<>&", "\n", " \n", "\t\n", "=\n", "y" * 80]), max_size=120).map(
+        "".join
+    )
+)
 def test_quoted_printable_lines_stay_within_76_and_decode_back(body: str) -> None:
     """Whatever the text (blanks before line ends, '=' , non-ASCII, long runs): the
     encoded lines are RFC 2045's at most 76 characters and the text decodes back."""
@@ -75,6 +80,14 @@ def test_quoted_printable_lines_stay_within_76_and_decode_back(body: str) -> Non
     assert [text(p) for p in parts] == [body.replace("\r", ""), "<p>" + body.replace("\r", "") + "</p>"]
     body_lines = raw.split(b"\r\n\r\n", 1)[1].split(b"\r\n")
     assert max(map(len, body_lines)) <= 76
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.binary(max_size=2000))
+def test_base64_lines_are_what_the_stdlib_writes(data: bytes) -> None:
+    """The picture's base64 (one C call, then cut in lines) is byte for byte
+    ``base64.encodebytes``'s: 76 characters a line, each line ended."""
+    assert base64_lines(data) == base64.encodebytes(data).decode("ascii")
 
 
 def test_no_header_injection_through_any_value():

@@ -130,5 +130,5 @@ def test_html_templates_are_autoescaped_and_text_templates_are_not() -> None:
     from pbmserv_terrace.render import environment
 
     env = environment()
-    assert env.autoescape("board.html") and env.autoescape("solitaire.html")  # type: ignore[operator]
+    assert env.autoescape("digest.html") and env.autoescape("solitaire.html")  # type: ignore[operator]
     assert not env.autoescape("update.txt")  # type: ignore[operator]

@@ -42,16 +42,33 @@ def reading_order(pos: Position) -> list[Move]:
     """The legal moves, best example first: a one-square move before a longer
     one; then the one that gains most towards the goal corner, the one that ends
     nearest it, the first by square names."""
-    n = pos.geo.n
-    dist = _goal_distances(n, pos.to_move)
-    name = _name_ranks(n)
+    return sorted(pos.legal_moves(), key=_reading_keys(pos.geo.n, pos.to_move).__getitem__)
 
-    def rank(m: Move) -> tuple[bool, int, int, int, int]:
-        frm, to = m
+
+@cache
+def _reading_keys(n: int, army: int) -> _ReadingKeys:
+    return _ReadingKeys(n, army)
+
+
+class _ReadingKeys(dict[tuple[int, int], int]):
+    """Per (from, to) square pair, its place in :func:`reading_order` as one integer:
+    (a longer move, gain towards the goal, distance from it after, the squares'
+    names) packed so that comparing the integers compares those in that order (a
+    sort by an integer costs a fraction of one by a tuple made per move).  Filled
+    as pairs are met: only the few that are ever moves are kept."""
+
+    def __init__(self, n: int, army: int) -> None:
+        super().__init__()
+        self.n, self.dist, self.name = n, _goal_distances(n, army), _name_ranks(n)
+
+    def __missing__(self, pair: tuple[int, int]) -> int:
+        frm, to = pair
+        n, dist, name = self.n, self.dist, self.name
         long = max(abs(frm % n - to % n), abs(frm // n - to // n)) > 1
-        return long, dist[to] - dist[frm], dist[to], name[frm], name[to]
-
-    return sorted(pos.legal_moves(), key=rank)
+        gain = dist[to] - dist[frm] + 32  # (dist < 32: the packed fields never overlap)
+        key = (((long * 64 + gain) * 64 + dist[to]) * 256 + name[frm]) * 256 + name[to]
+        self[pair] = key
+        return key
 
 
 def reaches_goal(pos: Position, army: int) -> bool:

@@ -9,7 +9,7 @@ import random
 import pytest
 
 from pbmserv_terrace.games.terrace import Move, Position, goal_square, parse_tpn, start_position
-from pbmserv_terrace.games.terrace.example import example_move, loses_at_once, takes_own
+from pbmserv_terrace.games.terrace.example import example_move, loses_at_once, reading_order, takes_own
 from pbmserv_terrace.games.terrace.setups import VARIANTS
 from pbmserv_terrace.gametypes import board_rules
 
@@ -145,10 +145,10 @@ def test_the_example_takes_no_piece_of_its_own_army_when_another_safe_move_exist
     assert checked > 500
 
 
-def eager_example(pos: Position) -> Move | None:
-    """The rule as issue 38 wrote it, every move looked at: the first safe move in
-    reading order (by the names themselves) that takes no piece of its own army,
-    else the first safe one, else the first of all."""
+def written_order(pos: Position) -> list[Move]:
+    """The reading order as issue 38 wrote it, a tuple per move: a one-square move
+    first, then the most gain towards the goal, the nearest to it, the first by the
+    square names themselves."""
     n = pos.geo.n
     dist = [max(abs(sq % n - goal_square(n, pos.to_move) % n), abs(sq // n - goal_square(n, pos.to_move) // n))
             for sq in range(n * n)]  # fmt: skip
@@ -157,7 +157,14 @@ def eager_example(pos: Position) -> Move | None:
         long = max(abs(m.frm % n - m.to % n), abs(m.frm // n - m.to // n)) > 1
         return long, dist[m.to] - dist[m.frm], dist[m.to], pos.geo.name(m.frm), pos.geo.name(m.to)
 
-    moves = sorted(pos.legal_moves(), key=rank)
+    return sorted(pos.legal_moves(), key=rank)
+
+
+def eager_example(pos: Position) -> Move | None:
+    """The rule as issue 38 wrote it, every move looked at: the first safe move in
+    reading order that takes no piece of its own army, else the first safe one,
+    else the first of all."""
+    moves = written_order(pos)
     safe = [m for m in moves if not loses_at_once(pos, m)]
     return next((m for m in safe if not takes_own(pos, m)), safe[0] if safe else (moves[0] if moves else None))
 
@@ -175,6 +182,7 @@ def test_looking_only_until_the_answer_is_known_gives_the_same_example(n: int) -
             if not moves:
                 break
             assert example_move(pos) == eager_example(pos), repr(pos)
+            assert reading_order(pos) == written_order(pos), repr(pos)  # its packed integer keys
             seen += 1
             pos = pos.play(rng.choice(moves))
     assert seen > 1000
