@@ -553,10 +553,14 @@ def _base64_lines(data: bytes) -> str:
 
 def base64_lines(data: bytes) -> str:
     """``base64.encodebytes(data)`` as text (lines of 76 characters, each ended by a
-    newline), in one C call and slices: ``encodebytes`` calls the encoder once per
-    57 bytes, ~450 times for a board picture (9 % of the sender process's work)."""
-    text = binascii.b2a_base64(data, newline=False).decode("ascii")
-    return "".join([text[i : i + 76] + "\n" for i in range(0, len(text), 76)])
+    newline), encoded in one C call and cut by a regular expression (both loops in
+    C): ``encodebytes`` calls the encoder once per 57 bytes, ~450 times for a board
+    picture, a third slower (and a loop over slices in Python is no faster)."""
+    return "".join([line + "\n" for line in _BASE64_LINE.findall(binascii.b2a_base64(data, newline=False).decode("ascii"))])
+
+
+_BASE64_LINE = re.compile(".{1,76}", re.DOTALL)
+"""a line of base64 text (over base64's own output, never a user's text)"""
 
 
 def _set_text(part: Message, body: str, subtype: str = "plain") -> None:
