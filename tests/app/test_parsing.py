@@ -29,7 +29,8 @@ def test_a_big_mail_is_read_in_another_process_the_same_as_in_place() -> None:
         here = parse_message(BIG)
         there = asyncio.run(reader.read(BIG))
         (pid,) = reader.workers()
-        assert os.getpriority(os.PRIO_PROCESS, pid) == os.getpriority(os.PRIO_PROCESS, 0) + READER_NICE
+        # nicer than this process (capped at 19: the suite itself may run niced)
+        assert os.getpriority(os.PRIO_PROCESS, pid) == min(19, os.getpriority(os.PRIO_PROCESS, 0) + READER_NICE)
         assert there == here
         assert there.parsed == here.parsed
         assert there.reply == here.reply
