@@ -348,11 +348,30 @@ class Searcher:
                 return True
         return False
 
+    def evasions(self, quiet: list[int], caps: list[int]) -> list[int]:
+        """The quiet moves worth searching when the side to move is in danger: in a
+        two-army game where its T can be taken and the other T cannot step home, only
+        the T's own (any other quiet move lets the T be taken: the game is lost), when
+        it has a move at all besides; otherwise all of them."""
+        sb = self.sb
+        mover = sb.to_move
+        tsq, am = sb.tsq, sb.am
+        t = tsq[mover]
+        if t < 0 or not sb.attackers_of[t] & sb.occ & ~am[mover] or sum(1 for a in am if a) != 2:
+            return quiet
+        goal = sb.goal
+        for a in (1, 2, 3, 4):
+            if a != mover and am[a] and tsq[a] >= 0 and sb.targets(tsq[a]) >> goal[a] & 1:
+                return quiet
+        own = [m for m in quiet if m >> 6 == t]
+        return own if own or caps else quiet
+
     def quiesce(self, alpha: int, beta: int, ply: int, qply: int) -> int:
         """Captures and the T's step home until the position is quiet.  In its first
         ``evasion_plies`` plies a side in danger (:meth:`in_danger`) may not stand
         pat: it searches all its moves, as a chess program does when in check, so
-        a T lost or a goal reached one move past the horizon is seen."""
+        a T lost or a goal reached one move past the horizon is seen (of its quiet
+        moves only those :meth:`evasions` keeps: the others lose at once)."""
         sb = self.sb
         if sb.winner:
             return self._terminal(ply)
@@ -367,6 +386,7 @@ class Searcher:
             quiet, caps = sb.split_moves()
             if not quiet and not caps:
                 return 0  # stuck: a draw (RULES.md §5.4)
+            quiet = self.evasions(quiet, caps)
             moves = self.order_split(quiet, caps, 0, ply)
             best = -INF
         else:

@@ -50,3 +50,27 @@ def test_split_moves_and_their_order_equal_moves_and_order(variant):
             else:
                 break
     assert checked >= 100 and specials >= 50
+
+
+def test_evasions_drop_only_moves_that_lose_the_t_at_once():
+    """When the T can be taken, the quiescence's evasions keep the T's quiet moves
+    (and the captures): by the rules, after each quiet move dropped the other army
+    has a move that wins at once."""
+    rng = random.Random(21)
+    dropped = 0
+    for game in range(40):
+        pos = start_position(rng.choice(["short", "long"]), 8 if game % 2 else 6)
+        while pos.outcome() is None:
+            sb = SearchBoard(pos)
+            quiet, caps = sb.split_moves()
+            kept = Searcher(sb, pos.to_move, Limits(64, 10**6)).evasions(quiet, caps)
+            assert set(kept) <= set(quiet) and (kept or not quiet or caps)
+            for m in set(quiet) - set(kept):
+                after = pos.play(to_move_obj(m))
+                assert after.outcome() is None
+                assert any((out := after.play(r).outcome()) and out.winner == after.to_move for r in after.legal_moves())
+                dropped += 1
+            moves = pos.legal_moves()
+            captures = [m for m in moves if pos.board[m.to] and pos.board[m.to] >> 3 != pos.to_move]
+            pos = pos.play(rng.choice(captures if captures and rng.random() < 0.3 else moves))
+    assert dropped >= 100
