@@ -57,7 +57,7 @@ def _example_move(pos: Position) -> str:
     move = example_move(pos)
     if move is None:
         return "d2-e3"
-    return f"{pos.geo.name(move.frm)}-{pos.geo.name(move.to)}"
+    return f"{pos.geo.names[move.frm]}-{pos.geo.names[move.to]}"
 
 
 @functools.lru_cache(maxsize=256)
@@ -65,13 +65,13 @@ def _move_choices(pos: Position) -> list[tuple[str, list[tuple[str, str, bool]]]
     """(cached by position object: each player's copy of a board mail asks once)"""
     if pos.is_over():
         return []
-    geo, board = pos.geo, pos.board
+    names, board = pos.geo.names, pos.board
     groups: dict[int, list[tuple[str, str, bool]]] = {}
-    for move in pos.legal_moves():
-        frm, to = geo.name(move.frm), geo.name(move.to)
-        groups.setdefault(move.frm, []).append((to, f"{frm}-{to}", bool(board[move.to])))
-    order = sorted(groups, key=lambda sq: (board[sq] & 7, geo.name(sq)))
-    return [(f"{KINDS[board[sq] & 7]} {geo.name(sq)}", sorted(groups[sq])) for sq in order]
+    for frm_sq, to_sq in pos.legal_moves():
+        frm, to = names[frm_sq], names[to_sq]
+        groups.setdefault(frm_sq, []).append((to, f"{frm}-{to}", bool(board[to_sq])))
+    order = sorted(groups, key=lambda sq: (board[sq] & 7, names[sq]))
+    return [(f"{KINDS[board[sq] & 7]} {names[sq]}", sorted(groups[sq])) for sq in order]
 
 
 def height_map(n: int) -> str:

@@ -49,6 +49,8 @@ class Geometry:
     """Bitmask of every square."""
     corners: dict[int, str]
     """The four corner squares and their letter: H for high, L for low."""
+    names: tuple[str, ...]
+    """Each square's name (``a1`` …): :meth:`name` looks it up."""
 
     def square(self, name: str) -> int:
         """Square number of a name like ``"d2"``; ValueError when it is off the board."""
@@ -62,7 +64,7 @@ class Geometry:
 
     def name(self, sq: int) -> str:
         """Name of square ``sq``: ``geometry(8).name(0) == "a1"``."""
-        return f"{FILES[sq % self.n]}{sq // self.n + 1}"
+        return self.names[sq]
 
     def is_diagonal(self, a: int, b: int) -> bool:
         return abs(a % self.n - b % self.n) == 1 and abs(a // self.n - b // self.n) == 1
@@ -176,4 +178,5 @@ def geometry(n: int) -> Geometry:
         influence=influence,
         full=(1 << count) - 1,
         corners=corners,
+        names=tuple(f"{FILES[sq % n]}{sq // n + 1}" for sq in range(count)),
     )
