@@ -11,7 +11,8 @@ Levels:
    things robots 1 and 2 do not do (issue 42; ``search(..., robot3=True)``): it
    plays a move the unfinished last iteration has already proved better than the
    previous best; its quiescence lets a side in danger (its T can be taken, or the
-   other T can step home) search all its moves (EVASION_PLIES); it prunes
+   other T can step home) search all its moves (EVASION_PLIES; when only its T is
+   in danger, only the T's moves and the captures: any other loses it); it prunes
    futile quiet moves one ply from the horizon (FUTILITY_MARGIN); and its
    evaluation scores the T's open road (a safe square nearer home, or none:
    ``t_road`` in :mod:`.evaluate`), which breaks the two guarded Ts' shuffle that
