@@ -24,16 +24,7 @@ from ..games.terrace import (
 )
 from ..games.terrace.engine import accepts_draw, choose_move, describe, position_key
 from ..games.terrace.engine.analyse import analyse, mate_in
-from ..games.terrace.engine.review import (
-    CLIP,
-    MISTAKES,
-    Review,
-    assemble,
-    judge,
-    reason,
-    review_game,
-    score_position,
-)
+from ..games.terrace.engine.review import CLIP, Review, review_game, review_next
 from ..games.terrace.example import example_move
 from ..games.terrace.perft import perft
 from ..games.terrace.picture import ARMY_COLOUR_NAME, ARMY_FILL, WIDTH, mail_png, page_svg, picture_alt
@@ -204,8 +195,9 @@ class TerraceRules:
         """One step of :meth:`review`: while positions are unscored, the next one's
         search (``found`` holds each scored position's (score, best move encoded));
         then, while a chosen mistake has no reason looked for, its proof (``found``
-        then holds those reasons too); then the review, from the same functions in
-        the same order as :func:`..games.terrace.engine.review.review_game`."""
+        then holds those reasons too); then the review: the engine's own steps
+        (:func:`..games.terrace.engine.review.review_next`, which
+        :func:`..games.terrace.engine.review.review_game` takes in one go)."""
         pos = self.load(start)
         if len(pos.armies()) != 2:
             return ReviewStep((), True, None)
@@ -216,18 +208,10 @@ class TerraceRules:
             played.append(move)
             pos = pos.play(move)
             positions.append(pos)
-        count = len(positions)
-        if len(found) < count:
-            scored = score_position(positions, len(found), nodes)
-            return ReviewStep((*found, scored), False, None, count - len(found) - 1 + 2 * MISTAKES)
-        evaluations, chosen, turning = judge(positions, played, found[:count])
-        order = [m for army in chosen for m in chosen[army]]
-        reasons = found[count:]
-        if len(reasons) < len(order):
-            m = order[len(reasons)]
-            return ReviewStep((*found, reason(positions[m.ply - 1], positions[m.ply], m.played)), False, None,
-                              len(order) - len(reasons))  # fmt: skip
-        return ReviewStep((), True, self._game_review(assemble(evaluations, chosen, turning, reasons), positions, nodes))
+        found, review, left = review_next(positions, played, nodes, found)
+        if review is None:
+            return ReviewStep(found, False, None, left)
+        return ReviewStep((), True, self._game_review(review, positions, nodes))
 
     def _game_review(self, result: Review, positions: Sequence[Position], nodes: int) -> GameReview:
         """The engine's review with its moves written as the players write them."""

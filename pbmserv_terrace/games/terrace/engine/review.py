@@ -23,18 +23,19 @@ Otherwise the review gives no reason (the swing and the better move speak).
 
 The *turning point* is the ply of the largest swing of the game.
 
-:func:`review_game` does it all at once.  The same work in small steps (so that a
-worker pool can put a robot's move between them): :func:`score_position` for each
-position (index ``i`` of :func:`positions_of`; plain values out), :func:`judge` over
-all the scores (cheap), :func:`reason` for each mistake it chose, then
-:func:`assemble`.  :func:`review_game` is exactly that sequence, so both give the
-same review.
+:func:`review_next` makes it in small steps (so that a worker pool can put a
+robot's move between them): :func:`score_position` for each position (index ``i``
+of :func:`positions_of`; plain values out), :func:`judge` over all the scores
+(cheap), :func:`reason` for each mistake it chose, then :func:`assemble`.
+:func:`review_game` does it all at once by taking those steps in one go, so both
+give the same review.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 from pbmserv_terrace.games.terrace import Move, Position
 
@@ -174,17 +175,41 @@ def assemble(
     return Review(evaluations, found, turning)
 
 
+def review_next(
+    positions: Sequence[Position], moves: Sequence[Move], nodes: int, found: tuple[Any, ...]
+) -> tuple[tuple[Any, ...], Review | None, int]:
+    """One step of the review of the game ``positions`` (:func:`positions_of`) played
+    by ``moves``; ``found`` is what the steps before found (plain, picklable values:
+    each scored position's :func:`score_position`, then each mistake's
+    :func:`reason`), ``()`` at the start.  While positions are unscored, the next one
+    is searched; then, while a mistake :func:`judge` chose has no reason looked for,
+    its proof; then the review is made (:func:`assemble`).  Returns what is found now,
+    the review (None until the last step) and about how many steps are left."""
+    count = len(positions)
+    if len(found) < count:
+        scored = score_position(positions, len(found), nodes)
+        return (*found, scored), None, count - len(found) - 1 + 2 * MISTAKES
+    evaluations, chosen, turning = judge(positions, moves, found[:count])
+    order = [m for army in chosen for m in chosen[army]]
+    reasons = found[count:]
+    if len(reasons) < len(order):
+        m = order[len(reasons)]
+        return (*found, reason(positions[m.ply - 1], positions[m.ply], m.played)), None, len(order) - len(reasons)
+    return found, assemble(evaluations, chosen, turning, reasons), 0
+
+
 def review_game(start: Position, moves: Sequence[Move], nodes: int = 20_000) -> Review:
     """Review a two-army game played from ``start`` by ``moves`` (``nodes``: the
     search budget per position; the whole review costs about (plies + 1) times it,
-    plus the solver's proofs for the mistakes)."""
+    plus the solver's proofs for the mistakes): :func:`review_next` until it is done."""
     if len(start.armies()) != 2:
         raise ValueError("a review is for two-army games")
     positions = positions_of(start, moves)
-    scored = [score_position(positions, i, nodes) for i in range(len(positions))]
-    evaluations, mistakes, turning = judge(positions, moves, scored)
-    reasons = [reason(positions[m.ply - 1], positions[m.ply], m.played) for chosen in mistakes.values() for m in chosen]
-    return assemble(evaluations, mistakes, turning, reasons)
+    found: tuple[Any, ...] = ()
+    while True:
+        found, review, _ = review_next(positions, moves, nodes, found)
+        if review is not None:
+            return review
 
 
 __all__ = [
@@ -199,5 +224,6 @@ __all__ = [
     "positions_of",
     "reason",
     "review_game",
+    "review_next",
     "score_position",
 ]
