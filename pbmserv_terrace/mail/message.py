@@ -607,12 +607,16 @@ what ``get_boundary`` reads from it (which parses any parameters, slowly)"""
 # ------------------------------------------------------------- serialising
 _PLAIN_HEADER = re.compile(r"[!-~]+(?: [!-~]+)*")
 _NEWLINES = re.compile(r"\r\n|\r|\n")  # as email.generator splits a payload's lines
+_ONE_WORD = re.compile(r"[!-+\--:<-~]+")
+"""printable ASCII with none of the characters compat32 folds at (space, ``,``, ``;``)"""
 
 
 class _Compat32(email.policy.Compat32):
     """``compat32``, but a header value of printable ASCII words that fits on its
-    line is written as it is: what compat32's folding (an ``email.header.Header``
-    built and encoded per header) gives for it, at a fraction of the cost.
+    line is written as it is, and one longer word (a long Message-ID in
+    ``In-Reply-To``) on a line of its own after the name: what compat32's folding
+    (an ``email.header.Header`` built and encoded per header) gives for them, at a
+    fraction of the cost.
     Anything else (long, non-ASCII, encoded words, line breaks) folds as before,
     and a value with one of our MIME boundaries in it (the long ``Content-Type``
     of each multipart) is folded once per shape: compat32 breaks a line only at
@@ -621,8 +625,11 @@ class _Compat32(email.policy.Compat32):
 
     def fold_binary(self, name: str, value: str) -> bytes:
         limit = self.max_line_length
-        if isinstance(value, str) and (not limit or len(name) + 2 + len(value) <= limit) and _PLAIN_HEADER.fullmatch(value):
-            return f"{name}: {value}{self.linesep}".encode("ascii")
+        if isinstance(value, str) and _PLAIN_HEADER.fullmatch(value):
+            if not limit or len(name) + 2 + len(value) <= limit:
+                return f"{name}: {value}{self.linesep}".encode("ascii")
+            if _ONE_WORD.fullmatch(value):  # (a long Message-ID: compat32 cannot split it, it moves it down)
+                return f"{name}: {self.linesep} {value}{self.linesep}".encode("ascii")
         if isinstance(value, str) and value.isascii() and value.count(_BOUNDARY_MARK) == 1:
             found = _BOUNDARY_IN.search(value)
             if found is not None:

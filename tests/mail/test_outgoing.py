@@ -78,6 +78,9 @@ def test_the_short_cut_folds_headers_as_compat32_does() -> None:
     alphabet = "abcXYZ019 <>@.;,=\"'()-_+/:\t  "
     values = ["", " ", "a", "a  b", " lead", "trail ", "x" * 76, "y" * 90, "z " * 40, "<a@b> (c)"]
     values += ["".join(rng.choice(alphabet) for _ in range(rng.randrange(1, 120))) for _ in range(3000)]
+    # one long word, as a long Message-ID in In-Reply-To: compat32 moves it to a line of its own
+    word = "".join(chr(c) for c in range(33, 127))
+    values += ["".join(rng.choice(word) for _ in range(rng.randrange(50, 200))) for _ in range(1000)]
     for value in values:
         for name in ("To", "Subject", "Message-ID", "X-Auto-Response-Suppress"):
             for linesep in ("\n", "\r\n"):
