@@ -23,6 +23,13 @@ What matters in Terrace, and so what is scored per army:
   on 6x6 short (4000 a move, 60 games against robot3 without it): +147 Elo
   [+68, +245] (T_FREE 40, T_STUCK 40), +134 with T_FREE 80 alone.
 
+**Weights.**  Robots 1 and 2 evaluate with :data:`BASE`, the hand-set weights above
+(their pinned ratings were measured with them; a test pins them); robot3 with its
+board's entry of :data:`ROBOT3`.  ``bench/texel.py`` fits robot3's weights to
+self-play results (Texel's method); at the budgets we can afford the results are
+too noisy a label, and its fit lost by far in play (its docstring has the figures),
+so ROBOT3 holds weights that won in play at equal nodes against the previous ones.
+
 Armies are scored separately (:func:`army_scores`); the search combines them from
 its root army's point of view (mine minus the strongest other in games of three and
 four, see :mod:`.search`).
@@ -32,6 +39,7 @@ from __future__ import annotations
 
 from collections import deque
 from functools import cache
+from typing import NamedTuple
 
 from pbmserv_terrace.games.terrace import geometry, goal_square
 from pbmserv_terrace.games.terrace.pieces import SIZE
@@ -80,17 +88,43 @@ PIECE_SCORE: tuple[int, ...] = tuple(PIECE_VALUE[SIZE[p]] if p & 7 else 0 for p 
 """Material by piece int (the T: 0, its worth is the army itself)."""
 
 
+class Weights(NamedTuple):
+    """The evaluation's weights: robots 1 and 2 use :data:`BASE`, robot3 its
+    board's entry of :data:`ROBOT3` (fitted, see there)."""
+
+    piece: tuple[int, ...]
+    """Material by size 0..4 (as PIECE_VALUE)."""
+    progress: tuple[int, ...]
+    """The T's bonus by its distance to its goal (as T_PROGRESS)."""
+    threat_owner: int
+    threat_others: int
+    mobility: int
+    control: int
+    tempo: int
+    t_free: int
+    t_stuck: int
+
+
+BASE = Weights(PIECE_VALUE, T_PROGRESS, THREAT_OWNER_TO_MOVE, THREAT_OTHERS_TO_MOVE, MOBILITY, CONTROL, TEMPO, T_FREE, T_STUCK)
+"""The hand-set weights (robots 1 and 2; their pinned ratings depend on them)."""
+ROBOT3: dict[int, Weights] = {8: BASE, 6: BASE}
+"""robot3's weights by board size (``army_scores(..., t_road=True)``)."""
+
+
 @cache
-def _tables(n: int) -> tuple[tuple[int, ...], tuple[tuple[int, ...], ...]]:
-    """(up | down by square, T_PROGRESS by army and square of its T) for the N x N
-    board: :func:`army_scores` looks these up instead of recomputing them."""
+def _tables(n: int, robot3: bool) -> tuple[Weights, tuple[int, ...], tuple[tuple[int, ...], ...], tuple[int, ...]]:
+    """(the weights, up | down by square, the T's progress bonus by army and square
+    of its T, material by piece int) for the N x N board, robot3's or the base
+    weights: :func:`army_scores` looks these up instead of recomputing them."""
+    w = ROBOT3.get(n, BASE) if robot3 else BASE
     geo = geometry(n)
     step = tuple(u | d for u, d in zip(geo.up, geo.down, strict=True))
     progress = [tuple(0 for _ in range(n * n))]
     for army in (1, 2, 3, 4):
         dist = t_distance(n, goal_square(n, army))
-        progress.append(tuple(T_PROGRESS[d] if d < len(T_PROGRESS) else 0 for d in dist))
-    return step, tuple(progress)
+        progress.append(tuple(w.progress[d] if d < len(w.progress) else 0 for d in dist))
+    piece_score = tuple(w.piece[SIZE[p]] if p & 7 else 0 for p in range(40))
+    return w, step, tuple(progress), piece_score
 
 
 @cache
@@ -114,7 +148,8 @@ def army_scores(sb: SearchBoard, t_road: bool = False) -> list[int]:
     le, am, board, occ, to_move = sb.le, sb.am, sb.board, sb.occ, sb.to_move
     empty = ~occ & sb.full
     reach, tmask, capture, attackers_of, tsqs = sb.reach, sb.tmask, sb.capture, sb.attackers_of, sb.tsq
-    step, progress = _tables(sb.n)
+    w, step, progress, piece_score = _tables(sb.n, t_road)
+    threat_owner, threat_others, mob_w, control_w, tempo = w.threat_owner, w.threat_others, w.mobility, w.control, w.tempo
     for army in (1, 2, 3, 4):
         mine = am[army]
         if not mine:
@@ -131,7 +166,7 @@ def army_scores(sb: SearchBoard, t_road: bool = False) -> list[int]:
             p = board[sq]
             cap = capture[sq]
             control |= cap
-            score += PIECE_SCORE[p]
+            score += piece_score[p]
             mobility += (((step[sq] | reach[sq][others & tmask[sq]]) & empty) | (cap & le[SIZE[p]])).bit_count()
         controls[army] = control
         tsq = tsqs[army]
@@ -139,13 +174,14 @@ def army_scores(sb: SearchBoard, t_road: bool = False) -> list[int]:
             score += progress[army][tsq]
             attackers = (attackers_of[tsq] & others).bit_count()
             if attackers:
-                score -= attackers * (THREAT_OWNER_TO_MOVE if to_move == army else THREAT_OTHERS_TO_MOVE)
-        score += MOBILITY * mobility + CONTROL * control.bit_count()
+                score -= attackers * (threat_owner if to_move == army else threat_others)
+        score += mob_w * mobility + control_w * control.bit_count()
         if to_move == army:
-            score += TEMPO
+            score += tempo
         scores[army] = score
     if t_road:
         nearer = _nearer(sb.n)
+        t_free, t_stuck = w.t_free, w.t_stuck
         for army in (1, 2, 3, 4):
             tsq = tsqs[army]
             if tsq < 0 or not nearer[army][tsq]:
@@ -157,7 +193,7 @@ def army_scores(sb: SearchBoard, t_road: bool = False) -> list[int]:
                     hostile |= controls[a]
             # the T's moves (as SearchBoard.targets; a T captures only a T or an A)
             tg = ((step[tsq] | reach[tsq][others & tmask[tsq]]) & empty) | (capture[tsq] & le[1] & others)
-            scores[army] += T_FREE if tg & nearer[army][tsq] & ~hostile else -T_STUCK
+            scores[army] += t_free if tg & nearer[army][tsq] & ~hostile else -t_stuck
     return scores
 
 

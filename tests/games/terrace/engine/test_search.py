@@ -13,16 +13,11 @@ from pbmserv_terrace.games.terrace import Position, parse_tpn, start_position
 from pbmserv_terrace.games.terrace.engine import robot
 from pbmserv_terrace.games.terrace.engine.board import SearchBoard, encode, to_move_obj
 from pbmserv_terrace.games.terrace.engine.evaluate import (
-    CONTROL,
-    MOBILITY,
-    PIECE_VALUE,
-    T_PROGRESS,
-    T_FREE,
-    T_STUCK,
-    TEMPO,
-    THREAT_OTHERS_TO_MOVE,
-    THREAT_OWNER_TO_MOVE,
+    BASE,
+    ROBOT3,
+    Weights,
     army_scores,
+    evaluate,
     t_distance,
 )
 from pbmserv_terrace.games.terrace.engine.search import INF, MATE_BOUND, Limits, Searcher
@@ -31,9 +26,11 @@ from pbmserv_terrace.games.terrace.pieces import SIZE
 from .test_engine import WIN_IN_2, WIN_IN_3
 
 
-def plain_scores(sb: SearchBoard, t_road: bool = False) -> list[int]:
+def plain_scores(sb: SearchBoard, t_road: bool = False, with_road: bool | None = None) -> list[int]:
     """The evaluation as its docstring defines it, written plainly (the engine's
-    army_scores is a faster form of the same sum)."""
+    army_scores is a faster form of the same sum; robot3's weights with ``t_road``)."""
+    w = ROBOT3[sb.n] if t_road else BASE
+    with_road = t_road if with_road is None else with_road  # (False: robot3's weights without the road term)
     scores = [0] * 5
     for army in (1, 2, 3, 4):
         mine = sb.am[army]
@@ -43,22 +40,22 @@ def plain_scores(sb: SearchBoard, t_road: bool = False) -> list[int]:
         for sq in range(sb.n * sb.n):
             if mine >> sq & 1:
                 if sq != sb.tsq[army]:
-                    score += PIECE_VALUE[SIZE[sb.board[sq]]]
+                    score += w.piece[SIZE[sb.board[sq]]]
                 control |= sb.capture[sq]
                 mobility += sb.targets(sq).bit_count()
         tsq = sb.tsq[army]
         if tsq >= 0:
             d = t_distance(sb.n, sb.goal[army])[tsq]
-            score += T_PROGRESS[d] if d < len(T_PROGRESS) else 0
+            score += w.progress[d] if d < len(w.progress) else 0
             attackers = (sb.attackers_of[tsq] & sb.occ & ~mine).bit_count()
-            score -= attackers * (THREAT_OWNER_TO_MOVE if sb.to_move == army else THREAT_OTHERS_TO_MOVE)
-        score += MOBILITY * mobility + CONTROL * control.bit_count() + (TEMPO if sb.to_move == army else 0)
-        if t_road and tsq >= 0:
+            score -= attackers * (w.threat_owner if sb.to_move == army else w.threat_others)
+        score += w.mobility * mobility + w.control * control.bit_count() + (w.tempo if sb.to_move == army else 0)
+        if with_road and tsq >= 0:
             dist = t_distance(sb.n, sb.goal[army])
             if dist[tsq] > 1:
                 hostile = [to for to in range(sb.n * sb.n) if sb.attackers_of[to] & sb.occ & ~mine]
                 road = [to for to in range(sb.n * sb.n) if sb.targets(tsq) >> to & 1 and not mine >> to & 1 and dist[to] < dist[tsq]]
-                score += T_FREE if set(road) - set(hostile) else -T_STUCK
+                score += w.t_free if set(road) - set(hostile) else -w.t_stuck
         scores[army] = score
     return scores
 
@@ -133,11 +130,33 @@ def test_army_scores_are_the_plain_definition(seed):
     ],
 )
 def test_the_t_road_term_rewards_an_open_road(open_road, guarded):
-    """robot3's term: a T with a safe square nearer home scores T_FREE, one whose
-    every such square another army's piece could capture on scores -T_STUCK."""
-    for tpn, expected in ((open_road, T_FREE), (guarded, -T_STUCK)):
+    """robot3's term: a T with a safe square nearer home scores t_free, one whose
+    every such square another army's piece could capture on scores -t_stuck."""
+    w = ROBOT3[6]
+    assert w.t_free > 0 and w.t_stuck > 0
+    for tpn, expected in ((open_road, w.t_free), (guarded, -w.t_stuck)):
         sb = SearchBoard(parse_tpn(tpn))
-        assert army_scores(sb, t_road=True)[1] - army_scores(sb)[1] == expected, tpn
+        assert army_scores(sb, t_road=True)[1] - plain_scores(sb, t_road=True, with_road=False)[1] == expected, tpn
+
+
+def test_robots_1_and_2_evaluate_with_the_hand_set_weights():
+    """Robots 1 and 2 (no ``t_road``) keep the weights their pinned ratings were
+    measured with; only robot3's (ROBOT3, fitted by bench/texel.py) may change."""
+    hand_set = Weights(
+        piece=(0, 100, 160, 230, 300),
+        progress=(0, 420, 240, 150, 95, 60, 35, 18, 8),
+        threat_owner=50,
+        threat_others=350,
+        mobility=3,
+        control=4,
+        tempo=12,
+        t_free=40,
+        t_stuck=40,
+    )
+    assert hand_set == BASE
+    for pos in random_positions(40, 5):
+        sb = SearchBoard(pos)
+        assert evaluate(sb, 1) == plain_scores(sb)[1] - plain_scores(sb)[2]
 
 
 @pytest.mark.parametrize("evasion_plies", [0, 2])
