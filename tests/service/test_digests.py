@@ -50,7 +50,10 @@ def count(h: Harness, stmt) -> int:
 
 
 def tomorrow_at(hour: int, minute: int = 0) -> datetime:
-    day = utcnow() + timedelta(days=1)
+    """``hour:minute`` UTC on the day of the fixture's first digest: the first 08:00
+    after now (today before 08:00 UTC, else tomorrow: the test passes at any hour)."""
+    now = utcnow()
+    day = now if now < now.replace(hour=8, minute=0, second=0, microsecond=0) else now + timedelta(days=1)
     return day.replace(hour=hour, minute=minute, second=0, microsecond=0)
 
 
