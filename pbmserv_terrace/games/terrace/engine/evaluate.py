@@ -27,8 +27,8 @@ What matters in Terrace, and so what is scored per army:
 (their pinned ratings were measured with them; a test pins them); robot3 with its
 board's entry of :data:`ROBOT3`.  ``bench/texel.py`` fits robot3's weights to
 self-play results (Texel's method); at the budgets we can afford the results are
-too noisy a label, and its fit lost by far in play (its docstring has the figures),
-so ROBOT3 holds weights that won in play at equal nodes against the previous ones.
+too noisy a label, and its fit lost by far in play (its docstring has the figures);
+a change of ROBOT3 is kept only when it wins in play at equal nodes (see there).
 
 Armies are scored separately (:func:`army_scores`); the search combines them from
 its root army's point of view (mine minus the strongest other in games of three and
@@ -108,7 +108,26 @@ class Weights(NamedTuple):
 BASE = Weights(PIECE_VALUE, T_PROGRESS, THREAT_OWNER_TO_MOVE, THREAT_OTHERS_TO_MOVE, MOBILITY, CONTROL, TEMPO, T_FREE, T_STUCK)
 """The hand-set weights (robots 1 and 2; their pinned ratings depend on them)."""
 ROBOT3: dict[int, Weights] = {8: BASE, 6: BASE}
-"""robot3's weights by board size (``army_scores(..., t_road=True)``)."""
+"""robot3's weights by board size (``army_scores(..., t_road=True)``).  Still the
+hand-set ones: no change measured against them at equal nodes won (issue 42 item 4;
+W-D-L of the changed weights against BASE, robot3's search both sides).  8x8 long,
+1,000 nodes a move: bench/texel.py's fit 0-8-22 (-325 Elo [-497, -228], 30 games),
+no mobility 0-19-11 (-134 [-209, -68]), mobility 5 10-40-10 (60 games, 50 %), the
+open road 70/70 5-17-8 (-35 [-120, +46]), a steeper T progress (P2..P9 260, 170,
+115, 80, 55, 35, 20, 8) 4-23-3 (+12 [-49, +73]).  6x6 short: the fit -203
+[-367, -95] (1,500 nodes, 40 games); its agreed directions taken part of the way
+(mobility 6, control 6, the open road 60/60) 29-35-16 at 1,500 nodes (80 games,
++57) but 10-6-14 at 6,000 (-47 [-168, +64], 30 games): not a proven gain.  Both
+boards, 10 more for each safe square nearer home the T can step to (the fit's
+T_SAFE_STEPS): 8x8 1,000 nodes 14-33-13 (60 games, +6), 6x6 3,000 nodes 31-24-25
+(80 games, +26)."""
+
+
+def set_robot3_weights(weights: dict[int, Weights]) -> None:
+    """Give robot3 these weights by board size (bench/texel.py's matches swap them
+    between moves), dropping the tables made from the old ones."""
+    ROBOT3.update(weights)
+    _tables.cache_clear()
 
 
 @cache
