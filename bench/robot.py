@@ -16,8 +16,12 @@ same thing when both engines' nodes/s, printed, are equal, and not skewed by
 other work on the machine), ``--jobs 2`` plays games in parallel processes (the
 clock is per move, so each process should have a core of its own).
 
+``--first K`` numbers the games from K (their openings are games K, K+1, ... of
+the seeded series): a run with ``--first 40`` after one of 40 games is a second,
+independent sample of openings.
+
 Run: python bench/robot.py [--games N] [--pairs 1-random,2-1,3-2,3-f3] [--boards 8long,6short]
-     [--cap 200] [--l3-budget SECONDS] [--clock SECONDS] [--jobs N] [--no-puzzles]
+     [--cap 200] [--l3-budget SECONDS] [--clock SECONDS] [--jobs N] [--first K] [--no-puzzles]
 """
 
 from __future__ import annotations
@@ -164,9 +168,10 @@ def run_match(
     stats: dict[str, Stats],
     clock: float | None = None,
     jobs: int = 1,
+    first: int = 0,
 ) -> Match:
     match = Match()
-    work = [(a, b, n, variant, g, cap, budget, clock) for g in range(games)]
+    work = [(a, b, n, variant, g, cap, budget, clock) for g in range(first, first + games)]
     if jobs > 1:
         with multiprocessing.get_context("fork").Pool(jobs) as pool:
             results = pool.map(one_game, work, chunksize=1)
@@ -210,6 +215,7 @@ def main() -> None:
         "unlike --clock, not skewed by a busy machine)",
     )
     parser.add_argument("--jobs", type=int, default=1, help="games played in parallel processes")
+    parser.add_argument("--first", type=int, default=0, help="number of the first game (its opening): another sample of openings")
     parser.add_argument("--no-puzzles", action="store_true")
     args = parser.parse_args()
     if args.nodes is not None:
@@ -221,7 +227,7 @@ def main() -> None:
         for board in args.boards.split(","):
             n, variant = int(board[0]), board[1:]
             t0 = time.perf_counter()
-            m = run_match(a, b, n, variant, args.games, args.cap, args.l3_budget, stats, args.clock, args.jobs)
+            m = run_match(a, b, n, variant, args.games, args.cap, args.l3_budget, stats, args.clock, args.jobs, args.first)
             p = sum(m.scores) / len(m.scores)
             target = TARGETS.get((a, b))
             verdict = "" if target is None else f">= {target:.0%}: {'PASS' if p >= target else 'FAIL'}"
